@@ -1,0 +1,63 @@
+# Shared by every rule file: config validation, the study's selections, paths.
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+sys.path.insert(0, workflow.basedir)
+
+from workflow_scripts.config import check_schema, check_semantics, load_schema, selected_corpora, selected_splits
+from workflow_scripts.data.registry import GLUE_TASKS, find_in_mirror
+from workflow_scripts.errors import ConfigError
+
+CONFIG_SCHEMA = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
+
+# Readable errors first (key, problem, fix), then Snakemake's own validate() to fill in defaults.
+try:
+    check_schema(config, load_schema(CONFIG_SCHEMA))
+    validate(config, str(CONFIG_SCHEMA))
+    check_semantics(config)
+except ConfigError as error:
+    raise WorkflowError(str(error)) from None
+
+RESULTS = config["results"]
+MIRROR = config["mirror"]
+OFFLINE = config["offline"]
+STUDY = config["study"]
+
+# Every split of every selected corpus that the study builds; offline, only mirrored ones.
+STUDY_SPLITS = {corpus: selected_splits(config, corpus) for corpus in selected_corpora(config)}
+for corpus, splits in STUDY_SPLITS.items():
+    if not splits:
+        raise WorkflowError(f"corpus {corpus!r}: no split is available offline in the mirror {MIRROR}")
+
+wildcard_constraints:
+    split="[a-z_]+",
+    task="|".join(GLUE_TASKS),
+    treebank="ewt|gum",
+    model="[^/]+",
+
+
+def data_table(corpus, split):
+    return f"{RESULTS}/data/{corpus}/{split}.parquet"
+
+
+def mirror_input(corpus, split):
+    """Input function: the mirror files of a split (tracked for reruns), or none to download."""
+    return [str(p) for p in find_in_mirror(MIRROR, corpus, split)]
+
+
+def data_tables():
+    tables = [data_table(c, s) for c, splits in STUDY_SPLITS.items() for s in splits]
+    for treebank in config["data"]["coreference_treebanks"]:
+        if treebank in STUDY_SPLITS:
+            tables += [f"{RESULTS}/data/{treebank}/{s}.mentions.parquet" for s in STUDY_SPLITS[treebank]]
+    return tables
+
+
+def study_outputs():
+    return [
+        f"{RESULTS}/tables/data_summary.csv",
+        f"{RESULTS}/tables/models.csv",
+    ]
