@@ -12,6 +12,7 @@ configfile: "config.yaml"
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/models.smk"
+include: "rules/checkpoints.smk"
 
 
 rule all:

@@ -37,6 +37,7 @@ wildcard_constraints:
     task="|".join(GLUE_TASKS),
     treebank="ewt|gum",
     model="[^/]+",
+    checkpoint="[^/]+",
 
 
 def data_table(corpus, split):
@@ -54,6 +55,11 @@ def data_tables():
         if treebank in STUDY_SPLITS:
             tables += [f"{RESULTS}/data/{treebank}/{s}.mentions.parquet" for s in STUDY_SPLITS[treebank]]
     return tables
+
+
+def checkpoint_manifest(model, checkpoint):
+    """The one file that stands for a checkpoint of any kind (see workflow_scripts.checkpoints)."""
+    return f"{RESULTS}/checkpoints/{model}/{checkpoint}/checkpoint.json"
 
 
 def study_outputs():

@@ -129,3 +129,23 @@ def models_table(smk: Any) -> None:
     frame = pd.DataFrame.from_records(cards).drop(columns=["special_tokens"])
     write_csv(frame, smk.output[0])
     logging.getLogger(__name__).info("%d models", len(frame))
+
+
+@entry_point("pretrained_checkpoint")
+def pretrained_checkpoint(smk: Any) -> None:
+    from .checkpoints import make_pretrained
+    from .models import model_location
+
+    entry = dict(smk.params.entry)
+    make_pretrained(smk.wildcards.model, model_location(smk.wildcards.model, entry),
+                    Path(smk.output[0]).parent, revision=entry.get("revision"))
+
+
+@entry_point("random_checkpoint")
+def random_checkpoint(smk: Any) -> None:
+    from .checkpoints import make_random
+    from .models import model_location
+
+    entry = dict(smk.params.entry)
+    make_random(smk.wildcards.model, model_location(smk.wildcards.model, entry), Path(smk.output[0]).parent,
+                smk.params.seed, revision=entry.get("revision"), offline=smk.params.offline)
