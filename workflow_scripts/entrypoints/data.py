@@ -1,0 +1,72 @@
+"""Entry points of the data stage (rules/data.smk)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from . import entry_point
+
+
+def _mirror_files(smk: Any) -> list[Path]:
+    """The mirror files a data rule was given as input (none when it downloads)."""
+    files = getattr(smk.input, "mirror", [])
+    return [Path(files)] if isinstance(files, str) else [Path(p) for p in files]
+
+
+@entry_point("glue_table")
+def glue_table(smk: Any) -> None:
+    from ..data.build import build_glue
+
+    build_glue(smk.wildcards.task, smk.wildcards.split, _mirror_files(smk), smk.output[0],
+               mirror=smk.params.mirror, offline=smk.params.offline)
+
+
+@entry_point("wic_table")
+def wic_table(smk: Any) -> None:
+    from ..data.build import build_wic
+
+    build_wic(smk.wildcards.split, _mirror_files(smk), smk.output[0], mirror=smk.params.mirror,
+              offline=smk.params.offline, download_dir=smk.params.downloads)
+
+
+@entry_point("treebank_table")
+def treebank_table(smk: Any) -> None:
+    from ..data.build import build_treebank
+
+    build_treebank(smk.wildcards.treebank, smk.wildcards.split, _mirror_files(smk), smk.output[0],
+                   mirror=smk.params.mirror, offline=smk.params.offline,
+                   download_dir=smk.params.downloads, ud_tag=smk.params.ud_release)
+
+
+@entry_point("coreference_mentions")
+def coreference_mentions(smk: Any) -> None:
+    from ..data.build import build_mentions
+
+    build_mentions(smk.wildcards.treebank, smk.wildcards.split, _mirror_files(smk), smk.output[0],
+                   mirror=smk.params.mirror, offline=smk.params.offline,
+                   download_dir=smk.params.downloads, ud_tag=smk.params.ud_release)
+
+
+@entry_point("wiki_segments")
+def wiki_segments(smk: Any) -> None:
+    from ..data.build import build_wiki
+
+    build_wiki(_mirror_files(smk), smk.output[0], n_segments=smk.params.n_segments, seed=smk.params.seed,
+               max_words=smk.params.max_words, hub=smk.params.hub, mirror=smk.params.mirror,
+               offline=smk.params.offline)
+
+
+@entry_point("glove_vectors")
+def glove_vectors(smk: Any) -> None:
+    from ..data.build import build_glove
+
+    build_glove(_mirror_files(smk), smk.output[0], max_words=smk.params.max_words,
+                mirror=smk.params.mirror, offline=smk.params.offline, download_dir=smk.params.downloads)
+
+
+@entry_point("data_summary")
+def data_summary(smk: Any) -> None:
+    from ..data.build import summarize
+
+    summarize(list(smk.input), smk.output[0])
