@@ -115,7 +115,7 @@ def mirror_candidates(corpus: str, split: str) -> list[list[str]]:
         repo, prefix = UD_TREEBANKS[corpus]
         return [[f"ud/{repo}/{prefix}-ud-{split}.conllu"]]
     if corpus == "wiki":
-        return [[f"wikitext-103-raw/wiki.train.raw"], ["wikitext-2-raw/wiki.train.raw"],
+        return [["wikitext-103-raw/wiki.train.raw"], ["wikitext-2-raw/wiki.train.raw"],
                 ["wikitext-2-raw/wiki.test.raw"]]
     if corpus == "glove":
         return [["glove/glove.6B.50d.txt"], ["glove/glove.6B.50d.first50000.txt"]]
