@@ -9,10 +9,8 @@ module knows about Snakemake.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from ..io import setup_logging
