@@ -44,7 +44,7 @@ def parse_label(task: GlueTask, raw: str, path: Path, line: int) -> int | float:
         return score
     if value in task.labels:
         return task.labels.index(value)
-    if value.isdigit() and int(value) < len(task.labels):
+    if value.isascii() and value.isdigit() and int(value) < len(task.labels):
         return int(value)
     raise InputFormatError(
         path, line, f"label {value!r} is not a label of {task.name}",
@@ -83,6 +83,8 @@ def parse_glue_tsv(task_name: str, path: str | Path) -> pa.Table:
         columns["text_b"].append(row[position[task.text_b]] if task.text_b else None)
         columns["label"].append(parse_label(task, row[position[task.label_column]], path, line))
     if not columns["example_id"]:
+        if task.headerless_columns is not None:
+            raise InputFormatError(path, 1, "the file is empty", f"expected the {task.folder} TSV of the GLUE release")
         raise InputFormatError(path, None, "no examples found", "the file holds only a header")
     return pa.Table.from_pydict(columns, schema=text_task_schema(task.is_regression))
 

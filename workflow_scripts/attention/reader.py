@@ -1,0 +1,142 @@
+"""Reading attention dumps in bounded memory: one row group (a batch of examples) at a time.
+
+    dump = AttentionDump("results/attention/all-MiniLM-L6-v2/pretrained/ewt/dev")
+    for example in dump.iter_examples():        # token level, shard by shard
+        example.attention                       # float16 (layers, heads, T, T)
+    words = token_words("results/tokens/all-MiniLM-L6-v2/ewt/dev.parquet")
+    for example in dump.iter_word_maps(words, n_words):  # word level (METHODS 5)
+        ...
+    dump.get(17)                                # one example, reading only its row group
+
+Every shard is checked against the dump's manifest (row count, checksum pages)
+on read; a corrupt or truncated shard raises CorruptShardError naming it, and is
+removed so that the next ``snakemake`` run rebuilds the dump instead of trusting it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from ..errors import AtlasError
+from .align import tokens_to_words, word_units
+
+log = logging.getLogger(__name__)
+
+
+class CorruptShardError(AtlasError):
+    """A shard that cannot be read back as written."""
+
+
+@dataclass
+class ExampleMaps:
+    example_id: int
+    attention: np.ndarray  # (layers, heads, T, T) float16 at token level; float32 at word level
+    unit_word: np.ndarray | None = None  # word level: the word of each unit (-1: special/loose token)
+    token_unit: np.ndarray | None = None  # word level: the unit of each token
+
+    @property
+    def n_tokens(self) -> int:
+        return self.attention.shape[-1]
+
+
+class AttentionDump:
+    def __init__(self, directory: str | Path, *, remove_corrupt: bool = True) -> None:
+        self.directory = Path(directory)
+        manifest_path = self.directory / "manifest.json"
+        try:
+            self.manifest = json.loads(manifest_path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise CorruptShardError(f"{manifest_path}: missing or unreadable dump manifest ({exc}); rerun "
+                                    "snakemake to rebuild this dump") from exc
+        self.num_layers = int(self.manifest["num_layers"])
+        self.num_heads = int(self.manifest["num_heads"])
+        self.remove_corrupt = remove_corrupt
+
+    def __len__(self) -> int:
+        return int(self.manifest["examples"])
+
+    def _corrupt(self, path: Path, problem: str) -> CorruptShardError:
+        if self.remove_corrupt and path.exists():
+            path.unlink()
+            action = "it was removed; rerun snakemake to rebuild the dump"
+        else:
+            action = "delete it and rerun snakemake to rebuild the dump"
+        return CorruptShardError(f"attention shard {path} is corrupt ({problem}); {action}")
+
+    def _open(self, shard: Mapping) -> pq.ParquetFile:
+        path = self.directory / shard["file"]
+        try:
+            parquet = pq.ParquetFile(path, page_checksum_verification=True)
+        except FileNotFoundError:
+            raise CorruptShardError(f"attention shard {path} is missing; rerun snakemake to rebuild the dump")
+        except Exception as exc:  # truncated footer, wrong magic bytes, ...
+            raise self._corrupt(path, f"{type(exc).__name__}: {exc}") from exc
+        if parquet.metadata.num_rows != shard["rows"]:
+            raise self._corrupt(path, f"{parquet.metadata.num_rows} rows, the manifest says {shard['rows']}")
+        return parquet
+
+    def _decode(self, example_id: int, n_tokens: int, blob: bytes, path: Path) -> ExampleMaps:
+        expected = self.num_layers * self.num_heads * n_tokens * n_tokens * 2
+        if len(blob) != expected:
+            raise self._corrupt(path, f"example {example_id} has {len(blob)} bytes, expected {expected}")
+        maps = np.frombuffer(blob, dtype="<f2").reshape(self.num_layers, self.num_heads, n_tokens, n_tokens)
+        return ExampleMaps(int(example_id), maps)
+
+    def _row_groups(self, shard: Mapping, parquet: pq.ParquetFile, groups: list[int]) -> Iterator[ExampleMaps]:
+        path = self.directory / shard["file"]
+        for group in groups:
+            try:
+                table = parquet.read_row_group(group)
+            except Exception as exc:  # checksum mismatch, truncated page
+                raise self._corrupt(path, f"row group {group}: {type(exc).__name__}: {exc}") from exc
+            ids = table["example_id"].to_pylist()
+            lengths = table["n_tokens"].to_pylist()
+            blobs = table["attention"].to_pylist()
+            for example_id, n_tokens, blob in zip(ids, lengths, blobs):
+                yield self._decode(example_id, n_tokens, blob, path)
+
+    def iter_examples(self) -> Iterator[ExampleMaps]:
+        """Every example's token-level maps, one row group in memory at a time (storage order)."""
+        for shard in self.manifest["shards"]:
+            parquet = self._open(shard)
+            yield from self._row_groups(shard, parquet, list(range(parquet.num_row_groups)))
+
+    def get(self, example_id: int) -> ExampleMaps:
+        """One example's token-level maps, reading only the row group that holds it."""
+        for shard in self.manifest["shards"]:
+            if not shard["rows"]:
+                continue
+            parquet = self._open(shard)
+            for group in range(parquet.num_row_groups):
+                stats = parquet.metadata.row_group(group).column(0).statistics
+                if stats is not None and stats.has_min_max and not stats.min <= example_id <= stats.max:
+                    continue
+                for example in self._row_groups(shard, parquet, [group]):
+                    if example.example_id == example_id:
+                        return example
+        raise KeyError(f"example {example_id} is not in the dump {self.directory}")
+
+    def iter_word_maps(self, token_words: Mapping[int, np.ndarray], n_words: Mapping[int, int],
+                       layers: list[int] | None = None) -> Iterator[ExampleMaps]:
+        """Every example's word-level maps (METHODS 5), optionally for some layers only."""
+        for example in self.iter_examples():
+            yield to_word_level(example, token_words[example.example_id], n_words[example.example_id], layers)
+
+
+def to_word_level(example: ExampleMaps, token_word: np.ndarray, n_words: int,
+                  layers: list[int] | None = None) -> ExampleMaps:
+    """Convert one example's maps to word units (sum over attended tokens, mean over attending)."""
+    if len(token_word) != example.n_tokens:
+        raise AtlasError(f"example {example.example_id}: the token table has {len(token_word)} tokens, the dump "
+                         f"{example.n_tokens}; the token table and dump are out of step, rerun snakemake")
+    token_unit, unit_word = word_units(token_word, n_words)
+    maps = example.attention if layers is None else example.attention[layers]
+    return ExampleMaps(example.example_id, tokens_to_words(maps, token_unit, len(unit_word)),
+                       unit_word=unit_word, token_unit=token_unit)

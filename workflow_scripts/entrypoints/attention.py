@@ -1,0 +1,42 @@
+"""Entry points of the attention stage (rules/attention.smk)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from . import entry_point
+
+
+@entry_point("annotation")
+def annotation(smk: Any) -> None:
+    from ..attention.annotate import build_annotation
+
+    build_annotation(smk.wildcards.corpus, smk.input.data, smk.output[0], annotator=smk.params.annotator,
+                     spacy_model=smk.params.spacy_model, stanza_dir=smk.params.stanza_dir,
+                     offline=smk.params.offline)
+
+
+@entry_point("token_table")
+def token_table(smk: Any) -> None:
+    from ..attention.tokens import write_token_table
+
+    write_token_table(smk.input.checkpoint, smk.input.data, smk.input.annotation, smk.output[0],
+                      max_length=smk.params.max_length, offline=smk.params.offline)
+
+
+@entry_point("extract_attention")
+def extract_attention(smk: Any) -> None:
+    from ..attention.extract import extract_attention as extract
+
+    extract(smk.input.checkpoint, smk.input.tokens, Path(smk.output.manifest).parent,
+            n_shards=smk.params.num_shards, batch_size=smk.params.batch_size,
+            max_batch_tokens=smk.params.max_batch_tokens, device=smk.params.device, threads=smk.threads,
+            offline=smk.params.offline)
+
+
+@entry_point("attention_dumps_table")
+def attention_dumps_table(smk: Any) -> None:
+    from ..attention.summary import summarize_dumps
+
+    summarize_dumps(list(smk.input.dumps), list(smk.input.tokens), smk.output[0])
