@@ -1,0 +1,28 @@
+"""Figure output shared by every analysis: matplotlib without a display, PNG and PDF, atomic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+
+from .io import atomic_path  # noqa: E402
+
+
+def save_figure(figure: "plt.Figure", png: str | Path, pdf: str | Path | None = None, dpi: int = 150) -> None:
+    """Save a figure as PNG (and PDF), each written atomically, then close it."""
+    for path, kwargs in ((png, {"dpi": dpi}), (pdf, {})):
+        if path is None:
+            continue
+        with atomic_path(path) as tmp:
+            figure.savefig(tmp, format=Path(path).suffix.lstrip("."), bbox_inches="tight", **kwargs)
+    plt.close(figure)
+
+
+def head_label(layer: int, head: int) -> str:
+    """1-based "layer-head" label as the papers print it (outputs stay 0-based)."""
+    return f"{layer + 1}-{head + 1}"
