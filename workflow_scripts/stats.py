@@ -20,6 +20,8 @@ def ratio_bootstrap_ci(numerators: np.ndarray, denominators: np.ndarray, *, resa
     """
     numerators = np.asarray(numerators, dtype=np.float64)
     denominators = np.asarray(denominators, dtype=np.float64)
+    denominators = np.broadcast_to(
+        denominators.reshape(denominators.shape + (1,) * (numerators.ndim - denominators.ndim)), numerators.shape)
     total = denominators.sum(axis=0)
     estimate = np.divide(numerators.sum(axis=0), total, out=np.full(np.shape(total), np.nan), where=total > 0)
     n = numerators.shape[0]
@@ -29,7 +31,7 @@ def ratio_bootstrap_ci(numerators: np.ndarray, denominators: np.ndarray, *, resa
     rng = np.random.default_rng(seed)
     counts = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples).astype(np.float64)  # (resamples, units)
     num = np.tensordot(counts, numerators, axes=(1, 0))
-    den = np.tensordot(counts, denominators, axes=(1, 0))
+    den = np.tensordot(counts, np.ascontiguousarray(denominators), axes=(1, 0))
     with np.errstate(invalid="ignore", divide="ignore"):
         samples = num / den
     alpha = (1 - level) / 2
