@@ -52,6 +52,7 @@ rule token_table:
         f"{RESULTS}/tokens/{{model}}/{{corpus}}/{{split}}.parquet",
     params:
         max_length=lambda wc: config["models"][wc.model]["max_length"],
+        max_examples=lambda wc: config["attention"]["max_examples"].get(wc.corpus),
         offline=OFFLINE,
     log:
         f"{RESULTS}/logs/tokens/{{model}}_{{corpus}}_{{split}}.log",

@@ -63,11 +63,13 @@ def encode_example(tokenizer: Any, text_a: str, text_b: str | None, max_length: 
 
 
 def build_token_table(tokenizer: Any, data_path: str | Path, annotation_path: str | Path,
-                      max_length: int) -> tuple[pa.Table, dict[str, Any]]:
-    """Tokenize every example of a data table and align the tokens to annotated words."""
+                      max_length: int, max_examples: int | None = None) -> tuple[pa.Table, dict[str, Any]]:
+    """Tokenize the examples of a data table (the first ``max_examples``, or all) and align them to words."""
     if not tokenizer.is_fast:
         raise AtlasError("word alignment needs a fast tokenizer (character offsets); this one is slow")
     ids, texts_a, texts_b = example_texts(data_path)
+    if max_examples is not None:
+        ids, texts_a, texts_b = ids[:max_examples], texts_a[:max_examples], texts_b[:max_examples]
     annotation = pq.read_table(annotation_path, columns=["example_id", "segment", "char_start", "char_end"])
     words_of = {eid: i for i, eid in enumerate(annotation["example_id"].to_pylist())}
     segments = annotation["segment"].to_pylist()
@@ -103,7 +105,7 @@ def build_token_table(tokenizer: Any, data_path: str | Path, annotation_path: st
         columns["segment"] += segment.tolist()
         columns["special"] += special.tolist()
         columns["word_index"] += token_word.tolist()
-    stats = {"examples": len(ids), "tokens": len(columns["example_id"]), "max_length": max_length,
+    stats = {"examples": len(ids), "max_examples": max_examples, "tokens": len(columns["example_id"]), "max_length": max_length,
              "truncated_examples": len(truncated), "truncated_ids": truncated[:1000],
              "words_without_tokens": int(unaligned_words)}
     if truncated:
@@ -116,7 +118,8 @@ def build_token_table(tokenizer: Any, data_path: str | Path, annotation_path: st
 
 
 def write_token_table(checkpoint_manifest: str | Path, data_path: str | Path, annotation_path: str | Path,
-                      output: str | Path, *, max_length: int, offline: bool = False) -> dict[str, Any]:
+                      output: str | Path, *, max_length: int, max_examples: int | None = None,
+                      offline: bool = False) -> dict[str, Any]:
     from transformers import AutoConfig, AutoTokenizer
 
     from ..checkpoints import read_manifest
@@ -125,7 +128,7 @@ def write_token_table(checkpoint_manifest: str | Path, data_path: str | Path, an
     tokenizer = AutoTokenizer.from_pretrained(manifest["load_from"], local_files_only=offline)
     config = AutoConfig.from_pretrained(manifest["load_from"], local_files_only=offline)
     limit = effective_max_length(tokenizer, max_length, getattr(config, "max_position_embeddings", None))
-    table, stats = build_token_table(tokenizer, data_path, annotation_path, limit)
+    table, stats = build_token_table(tokenizer, data_path, annotation_path, limit, max_examples)
     log.info("token table: %s", {k: v for k, v in stats.items() if k != "truncated_ids"})
     write_table(table, output, {"tokenizer": manifest["load_from"], "model": manifest["model"], **stats})
     return stats

@@ -22,7 +22,8 @@ def token_table(smk: Any) -> None:
     from ..attention.tokens import write_token_table
 
     write_token_table(smk.input.checkpoint, smk.input.data, smk.input.annotation, smk.output[0],
-                      max_length=smk.params.max_length, offline=smk.params.offline)
+                      max_length=smk.params.max_length, max_examples=smk.params.max_examples,
+                      offline=smk.params.offline)
 
 
 @entry_point("extract_attention")
