@@ -208,3 +208,48 @@ def test_stanza_without_models_names_the_config_key(tmp_path):
 
     with pytest.raises(ConfigError, match="annotation.stanza_dir"):
         StanzaAnnotator(str(tmp_path / "no-models"), download=False)
+
+
+KILLER = """
+import os, signal, sys
+import pyarrow.parquet as pq
+sys.path.insert(0, {repo!r})
+from workflow_scripts.attention.extract import extract_attention
+calls = {{"n": 0}}
+original = pq.ParquetWriter.write_batch
+def write_then_die(self, *args, **kwargs):
+    calls["n"] += 1
+    if calls["n"] == 4:  # mid-way through the second shard
+        os.kill(os.getpid(), signal.SIGKILL)
+    return original(self, *args, **kwargs)
+pq.ParquetWriter.write_batch = write_then_die
+extract_attention({manifest!r}, {tokens!r}, {out!r}, n_shards=2, batch_size=1, max_batch_tokens=10000, device="cpu")
+"""
+
+
+def test_a_job_killed_mid_write_leaves_nothing_a_rerun_would_trust(tmp_path, tiny_bert):
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    data = _data(tmp_path, pairs=False)
+    annotation = _whitespace_annotation(data, tmp_path / "annotation.parquet")
+    tokens, _ = build_token_table(AutoTokenizer.from_pretrained(tiny_bert), data, annotation, 64)
+    pq.write_table(tokens, tmp_path / "tokens.parquet")
+    manifest = write_manifest(tmp_path / "ckpt", tiny_bert)
+    out = tmp_path / "dump"
+    script = KILLER.format(repo=str(REPO), manifest=str(manifest), tokens=str(tmp_path / "tokens.parquet"),
+                           out=str(out))
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == -9, result.stderr[-2000:]
+    names = sorted(p.name for p in out.iterdir())
+    # Shard 0 was complete and renamed into place; shard 1 exists only as a temporary file,
+    # and without the manifest (written last) neither Snakemake nor the reader trusts the dump.
+    assert shard_names(2)[1] not in names and "manifest.json" not in names, names
+    with pytest.raises(CorruptShardError, match="manifest"):
+        AttentionDump(out)
+    # A rerun cleans the leftovers and completes.
+    extract_attention(manifest, tmp_path / "tokens.parquet", out, n_shards=2, device="cpu")
+    assert {p.name for p in out.iterdir()} == {*shard_names(2), "manifest.json"}
+    assert len(list(AttentionDump(out).iter_examples())) == len(SENTENCES)

@@ -121,6 +121,8 @@ def extract_attention(checkpoint_manifest: str | Path, token_table: str | Path, 
 
     torch.set_num_threads(max(1, threads))
     out_dir = Path(out_dir)
+    for stale in out_dir.glob(".*.partial"):  # left by a job that was killed mid-write
+        stale.unlink()
     manifest = read_manifest(checkpoint_manifest)
     try:
         _, model = load_checkpoint(checkpoint_manifest, offline=offline)
