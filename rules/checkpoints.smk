@@ -8,7 +8,7 @@ rule pretrained_checkpoint:
     output:
         f"{RESULTS}/checkpoints/{{model}}/pretrained/checkpoint.json",
     params:
-        entry=lambda wc: config["models"][wc.model],
+        entry=lambda wc: model_source(wc.model),
     log:
         f"{RESULTS}/logs/checkpoints/{{model}}_pretrained.log",
     threads: 1
@@ -27,7 +27,7 @@ rule random_checkpoint:
     output:
         f"{RESULTS}/checkpoints/{{model}}/random/checkpoint.json",
     params:
-        entry=lambda wc: config["models"][wc.model],
+        entry=lambda wc: model_source(wc.model),
         seed=config["checkpoints"]["random_seed"],
         offline=OFFLINE,
     log:

@@ -7,6 +7,7 @@ from snakemake.utils import validate
 
 sys.path.insert(0, workflow.basedir)
 
+from workflow_scripts.attention.extract import shard_names
 from workflow_scripts.config import check_schema, check_semantics, load_schema, selected_corpora, selected_splits
 from workflow_scripts.data.registry import GLUE_TASKS, find_in_mirror
 from workflow_scripts.errors import ConfigError
@@ -37,6 +38,7 @@ wildcard_constraints:
     task="|".join(GLUE_TASKS),
     treebank="ewt|gum",
     model="[^/]+",
+    corpus="[a-z0-9]+",
     checkpoint="[^/]+",
 
 
@@ -57,6 +59,12 @@ def data_tables():
     return tables
 
 
+def model_source(model):
+    """The keys of a model entry that say where it comes from (not how it is used, e.g. max_length),
+    so that changing a usage setting does not rebuild the model card or its checkpoints."""
+    return {k: v for k, v in config["models"][model].items() if k in ("hub", "path", "package", "subdir", "revision")}
+
+
 def checkpoint_manifest(model, checkpoint):
     """The one file that stands for a checkpoint of any kind (see workflow_scripts.checkpoints)."""
     return f"{RESULTS}/checkpoints/{model}/{checkpoint}/checkpoint.json"
@@ -66,4 +74,13 @@ def study_outputs():
     return [
         f"{RESULTS}/tables/data_summary.csv",
         f"{RESULTS}/tables/models.csv",
+        # Fine-tuning (rules/finetune.smk), when the study fine-tunes anything.
+        *([f"{RESULTS}/tables/finetune_metrics.csv"] if FINETUNE_RUNS else []),
+        f"{RESULTS}/tables/attention_dumps.csv",
+        # Surface, gradient and clustering analyses of [C] (rules/surface.smk): tables and figures.
+        *surface_outputs(),
+        # Syntax and coreference analyses of [C] (rules/syntax.smk): tables and figures.
+        *syntax_outputs(),
+        # Fine-tuning effects of [K] and [L] (rules/finetune_effects.smk): tables and figures.
+        *finetune_effects_outputs(),
     ]

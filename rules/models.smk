@@ -5,7 +5,7 @@ rule model_card:
     output:
         f"{RESULTS}/models/{{model}}/model.json",
     params:
-        entry=lambda wc: config["models"][wc.model],
+        entry=lambda wc: model_source(wc.model),
         offline=OFFLINE,
     log:
         f"{RESULTS}/logs/models/{{model}}_card.log",

@@ -74,6 +74,12 @@ def write_mirror(root: Path) -> Path:
         folder.mkdir(parents=True)
         for split in ("train", "dev", "test"):
             (folder / f"{prefix}-ud-{split}.conllu").write_text("".join(CONLLU.format(n=i) for i in range(3)))
+    rte = root / "glue" / "RTE"  # in the mirror, but not in the study until a test adds it
+    rte.mkdir(parents=True)
+    pairs = [f"{i}\tThe dog sat on the mat.\t{'A dog sat.' if i % 2 else 'The cat ran.'}\t"
+             f"{'entailment' if i % 2 else 'not_entailment'}" for i in range(12)]
+    (rte / "train.tsv").write_text("index\tsentence1\tsentence2\tlabel\n" + "\n".join(pairs) + "\n")
+    (rte / "dev.tsv").write_text("index\tsentence1\tsentence2\tlabel\n" + "\n".join(pairs[:6]) + "\n")
     (root / "wikitext-2-raw").mkdir()
     (root / "wikitext-2-raw" / "wiki.test.raw").write_text(WIKI)
     (root / "glove").mkdir()
@@ -154,3 +160,41 @@ def test_touching_one_source_reruns_only_its_table_and_dependents(built):
     data_tables = {o for o in outputs if o.startswith("results/data/")}
     assert data_tables == {"results/data/ewt/test.parquet"}, outputs
     assert outputs <= {"results/data/ewt/test.parquet", "results/tables/data_summary.csv"}, outputs
+
+
+def _config(work: Path) -> dict:
+    return yaml.safe_load((work / "tiny.yaml").read_text())
+
+
+def _dry_run_with(work: Path, config: dict) -> set[str]:
+    changed = work / "changed.yaml"
+    changed.write_text(yaml.safe_dump(config))
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
+               "--configfile", str(changed), "--cores", "2", "--dry-run"]
+    result = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return planned_outputs(result)
+
+
+STUDY_WIDE = ("results/tables/", "results/figures/")
+
+
+def test_adding_a_task_adds_exactly_that_tasks_branch(built):
+    config = _config(built)
+    config["study"]["tasks"] = [*config["study"]["tasks"], "rte"]
+    outputs = _dry_run_with(built, config)
+    assert "results/data/rte/train.parquet" in outputs and "results/data/rte/dev.parquet" in outputs
+    assert any("rte.seed" in o for o in outputs), "the new task must be fine-tuned"
+    stray = {o for o in outputs if "rte" not in o and not o.startswith(STUDY_WIDE)}
+    assert not stray, f"outputs outside the rte branch would be rebuilt: {sorted(stray)}"
+
+
+def test_changing_a_models_max_length_reruns_its_extraction_and_downstream_only(built):
+    config = _config(built)
+    config["models"]["tiny"]["max_length"] = 24
+    outputs = _dry_run_with(built, config)
+    assert any(o.startswith("results/tokens/tiny/") for o in outputs)
+    assert any(o.startswith("results/attention/tiny/") for o in outputs)
+    upstream = {o for o in outputs if o.startswith(("results/data/", "results/annotation/", "results/models/"))}
+    assert not upstream, f"data, annotation and model cards do not depend on max_length: {sorted(upstream)}"

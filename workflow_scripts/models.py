@@ -81,7 +81,6 @@ def describe_model(name: str, entry: dict[str, Any], output: str | Path, *, offl
         "hidden_size": config.hidden_size,
         "vocab_size": config.vocab_size,
         "max_position_embeddings": getattr(config, "max_position_embeddings", None),
-        "max_length": entry.get("max_length"),
         "special_tokens": tokenizer.all_special_tokens,
         "do_lower_case": bool(getattr(tokenizer, "do_lower_case", False)),
     }

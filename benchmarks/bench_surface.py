@@ -1,0 +1,138 @@
+"""Benchmark: the surface statistics (METHODS 7.1) over a real wiki dump, streamed and vectorised.
+
+    python benchmarks/bench_surface.py [DUMP_DIR] [--tokens TOKEN_TABLE] [--repeats N]
+
+Defaults: the 1000-segment wiki dump of all-MiniLM-L6-v2 (pretrained) under results/. Each
+measurement runs in a fresh subprocess, so that its peak RSS (resource.getrusage, ru_maxrss) is
+its own: a baseline that only streams and decodes the shards (no statistics), then the full
+statistics over the first 100 examples and over all of them. Flat peak RSS from 100 to all
+examples shows that memory does not grow with the number of examples (one row group at a
+time); the ratio to the baseline shows what the vectorised statistics add to reading.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_DUMP = REPO / "results" / "attention" / "all-MiniLM-L6-v2" / "pretrained" / "wiki" / "segments"
+DEFAULT_TOKENS = REPO / "results" / "tokens" / "all-MiniLM-L6-v2" / "wiki" / "segments.parquet"
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def measure(mode: str, dump: str, tokens: str, limit: int | None) -> dict:
+    """Run one measurement in this process (called in a subprocess by main)."""
+    sys.path.insert(0, str(REPO))
+    import numpy as np  # noqa: F401  (imports before the clock and the baseline RSS)
+
+    from workflow_scripts.analysis.surface import SurfaceAccumulator, read_token_roles
+    from workflow_scripts.attention.reader import AttentionDump
+
+    roles = read_token_roles(tokens) if mode == "surface" else None
+    reader = AttentionDump(dump)
+    accumulator = SurfaceAccumulator(reader.num_layers, reader.num_heads)
+    rss_before = peak_rss_mib()
+    started = time.perf_counter()
+    examples = 0
+    for example in reader.iter_examples():
+        if mode == "stream":  # baseline: read, check and decode every map, compute nothing
+            example.attention.astype("float32")  # the decode the statistics also do
+        else:  # the statistics of every head of the example at once
+            accumulator.add(example.example_id, example.attention, roles[example.example_id])
+        examples += 1
+        if limit is not None and examples >= limit:
+            break
+    seconds = time.perf_counter() - started
+    rss_streamed = peak_rss_mib()
+    bootstrap_seconds = 0.0
+    if mode == "surface":  # the table: estimates and 95% intervals over examples (1000 resamples)
+        started = time.perf_counter()
+        accumulator.frame(resamples=1000, seed=0)
+        bootstrap_seconds = time.perf_counter() - started
+    return {"mode": mode, "limit": limit, "examples": examples, "seconds": seconds,
+            "examples_per_s": examples / seconds, "bootstrap_seconds": bootstrap_seconds,
+            "rss_before_mib": rss_before, "rss_streamed_mib": rss_streamed, "peak_rss_mib": peak_rss_mib()}
+
+
+def largest_group_mib(dump: Path) -> float:
+    """Uncompressed size of the largest row group of the dump's shards."""
+    import pyarrow.parquet as pq
+
+    largest = 0
+    for path in sorted(dump.glob("shard-*.parquet")):
+        metadata = pq.ParquetFile(path).metadata
+        for group in range(metadata.num_row_groups):
+            largest = max(largest, metadata.row_group(group).total_byte_size)
+    return largest / 2**20
+
+
+def run(mode: str, dump: Path, tokens: Path, limit: int | None) -> dict:
+    command = [sys.executable, __file__, "--child", mode, str(dump), "--tokens", str(tokens)]
+    if limit is not None:
+        command += ["--limit", str(limit)]
+    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("dump", nargs="?", default=str(DEFAULT_DUMP), help="dump directory (holds manifest.json)")
+    parser.add_argument("--tokens", default=str(DEFAULT_TOKENS), help="token table of that dump")
+    parser.add_argument("--repeats", type=int, default=1, help="repeat every measurement, report the fastest")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--limit", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    dump, tokens = Path(args.dump), Path(args.tokens)
+    if args.child:
+        print(json.dumps(measure(args.child, str(dump), str(tokens), args.limit)))
+        return 0
+    if not (dump / "manifest.json").is_file() or not tokens.is_file():
+        print(f"SKIPPED: no dump at {dump} (or no token table {tokens}); build it first with\n"
+              "  snakemake --profile profiles/offline --config mirror=../shared/data --cores 2 "
+              f"{dump / 'manifest.json'}")
+        return 0
+    manifest = json.loads((dump / "manifest.json").read_text())
+    print(f"dump {dump}: {manifest['examples']} examples, {manifest['tokens']} tokens, "
+          f"{manifest['num_layers']} layers x {manifest['num_heads']} heads, {len(manifest['shards'])} shards")
+
+    def best(mode: str, limit: int | None) -> dict:
+        return min((run(mode, dump, tokens, limit) for _ in range(max(1, args.repeats))), key=lambda r: r["seconds"])
+
+    baseline_first = best("stream", 100)
+    baseline = best("stream", None)
+    first = best("surface", 100)
+    full = best("surface", None)
+    for label, r in (("baseline: stream + decode only, first 100", baseline_first),
+                     ("baseline: stream + decode only, all examples", baseline),
+                     ("surface statistics, first 100 examples", first),
+                     ("surface statistics, all examples", full)):
+        print(f"{label:46s} {r['examples']:5d} ex {r['seconds']:7.2f} s {r['examples_per_s']:7.1f} ex/s | "
+              f"peak RSS {r['rss_before_mib']:6.1f} MiB before, {r['rss_streamed_mib']:6.1f} after streaming, "
+              f"{r['peak_rss_mib']:6.1f} after the bootstrap ({r['bootstrap_seconds']:.2f} s)")
+    print(f"peak RSS while streaming, 100 -> {full['examples']} examples: statistics {first['rss_streamed_mib']:.1f} -> "
+          f"{full['rss_streamed_mib']:.1f} MiB, stream-only baseline {baseline_first['rss_streamed_mib']:.1f} -> "
+          f"{baseline['rss_streamed_mib']:.1f} MiB; statistics on top of streaming: "
+          f"{first['rss_streamed_mib'] - baseline_first['rss_streamed_mib']:+.1f} MiB at 100, "
+          f"{full['rss_streamed_mib'] - baseline['rss_streamed_mib']:+.1f} MiB at {full['examples']}")
+    print(f"  the reader holds one row group (a batch of examples) at a time; largest: {largest_group_mib(dump):.1f} "
+          "MiB of float16 maps (shards are length-sorted, so the baseline's peak rises with the longest batch)")
+    print(f"  the bootstrap (1000 resamples x examples count matrix) adds "
+          f"{full['peak_rss_mib'] - full['rss_streamed_mib']:+.1f} MiB at {full['examples']} examples")
+    print(f"time ratio, streaming statistics / stream-only baseline (all examples): "
+          f"{full['seconds'] / baseline['seconds']:.2f}x; with the bootstrap "
+          f"{(full['seconds'] + full['bootstrap_seconds']) / baseline['seconds']:.2f}x; "
+          f"{full['seconds'] / full['examples'] * 1000:.1f} ms per example")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,246 @@
+"""Heads as dependency parsers (METHODS 7.3) on hand-built maps whose right answers are known by construction.
+
+The helpers at the top write tiny dumps, token tables and annotation tables by hand (the
+formats of workflow_scripts.attention); test_coreference.py and test_probes.py reuse them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from workflow_scripts.analysis.dependency import (ALL, DEP_TO_HEAD, EITHER, HEAD_TO_DEP, SplitCounts, best_rows,
+                                                  offsets_for, predicted_words, relation_vocabulary,
+                                                  score_dependency_heads, score_sentence, summarise_dependency)
+from workflow_scripts.attention.annotate import ANNOTATION_SCHEMA
+from workflow_scripts.attention.tokens import TOKEN_SCHEMA
+from workflow_scripts.io import write_table
+
+# ---------------------------------------------------------------------------------------------
+# Hand-built inputs
+
+
+def write_dump(directory: Path, examples: dict[int, np.ndarray], row_group_size: int = 2) -> Path:
+    """A dump (one shard + manifest) of token-level maps (layers, heads, T, T), as extraction writes it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ids = sorted(examples)
+    layers, heads = examples[ids[0]].shape[:2]
+    table = pa.table({
+        "example_id": pa.array(ids, pa.int64()),
+        "n_tokens": pa.array([examples[i].shape[-1] for i in ids], pa.int32()),
+        "attention": pa.array([np.ascontiguousarray(examples[i], dtype="<f2").tobytes() for i in ids],
+                              pa.large_binary()),
+    })
+    name = "shard-0000-of-0001.parquet"
+    pq.write_table(table, directory / name, row_group_size=row_group_size, write_page_checksum=True)
+    manifest = {"num_layers": layers, "num_heads": heads, "examples": len(ids),
+                "shards": [{"file": name, "rows": len(ids)}]}
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    return directory
+
+
+def write_tokens(path: Path, examples: dict[int, list[int]]) -> Path:
+    """A token table: per example, the word index of every token (-1: special token)."""
+    rows = {name: [] for name in TOKEN_SCHEMA.names}
+    for example_id, words in examples.items():
+        for index, word in enumerate(words):
+            rows["example_id"].append(example_id)
+            rows["token_index"].append(index)
+            rows["token"].append("[CLS]" if word < 0 and index == 0 else ("[SEP]" if word < 0 else f"w{word}"))
+            rows["input_id"].append(0)
+            rows["token_type_id"].append(0)
+            rows["char_start"].append(0)
+            rows["char_end"].append(0)
+            rows["segment"].append(-1 if word < 0 else 0)
+            rows["special"].append(word < 0)
+            rows["word_index"].append(word)
+    pq.write_table(pa.Table.from_pydict(rows, schema=TOKEN_SCHEMA), path)
+    return path
+
+
+def write_annotation(path: Path, sentences: dict[int, tuple[list[str], list[str], list[int], list[str]]]) -> Path:
+    """A gold annotation table: per example (words, upos, head, deprel)."""
+    rows = {name: [] for name in ANNOTATION_SCHEMA.names}
+    for example_id, (words, upos, head, deprel) in sentences.items():
+        rows["example_id"].append(example_id)
+        rows["annotator"].append("gold")
+        rows["words"].append(words)
+        rows["lemmas"].append(words)
+        rows["upos"].append(upos)
+        rows["head"].append(head)
+        rows["deprel"].append(deprel)
+        rows["segment"].append([0] * len(words))
+        rows["char_start"].append(list(range(len(words))))
+        rows["char_end"].append(list(range(1, len(words) + 1)))
+    pq.write_table(pa.Table.from_pydict(rows, schema=ANNOTATION_SCHEMA), path)
+    return path
+
+
+def token_maps(token_word: list[int], targets: list[list[int]], special_mass: float = 0.4) -> np.ndarray:
+    """(T, T) token map: every non-special token puts ``special_mass`` on [CLS] (token 0) and the rest,
+    split evenly, on the tokens of its target words (none: on the last special token); specials attend
+    to themselves."""
+    token_word = np.asarray(token_word)
+    size = len(token_word)
+    out = np.zeros((size, size))
+    for t, word in enumerate(token_word):
+        if word < 0:
+            out[t, t] = 1.0
+            continue
+        out[t, 0] = special_mass
+        columns = np.flatnonzero(np.isin(token_word, targets[word]))
+        if len(columns) == 0:  # no target, or a target word without tokens
+            columns = [size - 1]
+        out[t, columns] += (1 - special_mass) / len(columns)
+    return out
+
+
+# "the cat sat on the mat": heads the->cat, cat->sat, sat root, on->mat, the->mat, mat->sat;
+# "mat" is split into two tokens. [CLS] the cat sat on the ma ##t [SEP]
+WORDS = ["the", "cat", "sat", "on", "the", "mat"]
+UPOS = ["DET", "NOUN", "VERB", "ADP", "DET", "NOUN"]
+HEADS = [1, 2, -1, 5, 5, 2]
+DEPRELS = ["det", "nsubj", "root", "case", "det", "obl:tmod"]
+TOKEN_WORD = [-1, 0, 1, 2, 3, 4, 5, 5, -1]
+
+
+def sentence_maps() -> np.ndarray:
+    """(2 layers, 2 heads, T, T): L0H0 attends to the gold head; L0H1 to the next word;
+    L1H0 to itself (0.5) and the previous word; L1H1 from each head word to its last dependent."""
+    gold = token_maps(TOKEN_WORD, [[h] if h >= 0 else [] for h in HEADS])
+    following = token_maps(TOKEN_WORD, [[w + 1] if w + 1 < len(WORDS) else [] for w in range(len(WORDS))])
+    previous = token_maps(TOKEN_WORD, [[w, w - 1] if w > 0 else [w] for w in range(len(WORDS))])
+    last_dependent = token_maps(TOKEN_WORD, [[max(d for d, h in enumerate(HEADS) if h == w)]
+                                             if w in HEADS else [] for w in range(len(WORDS))])
+    return np.array([[gold, following], [previous, last_dependent]])
+
+
+def word_level(maps: np.ndarray):
+    from workflow_scripts.attention.reader import ExampleMaps, to_word_level
+
+    return to_word_level(ExampleMaps(0, maps.astype(np.float16)), np.array(TOKEN_WORD), len(WORDS))
+
+
+# ---------------------------------------------------------------------------------------------
+# Predictions
+
+
+def test_prediction_is_the_most_attended_other_word_never_a_special_or_itself():
+    maps = word_level(sentence_maps())
+    words, predicted = predicted_words(maps.attention, maps.unit_word)
+    assert words.tolist() == list(range(6))
+    # [CLS] gets 0.4 of every row, more than any word: it must never be predicted.
+    assert predicted[0, 0].tolist() == [1, 2, 0, 5, 5, 2]  # the root "sat" attends to [SEP]: first other word
+    assert predicted[1, 0].tolist() == [1, 0, 1, 2, 3, 4]  # itself (0.5) masked: the previous word
+    # The split word "mat" gets the *sum* of its two tokens' attention (0.3 + 0.3).
+    assert predicted[0, 0, 3] == 5
+
+
+def test_gold_head_map_scores_100_and_next_word_map_scores_the_plus_one_baseline():
+    maps = word_level(sentence_maps())
+    vocabulary = {r: i for i, r in enumerate(relation_vocabulary([DEPRELS]))}
+    offsets = offsets_for(5)
+    counts = score_sentence(maps.attention, maps.unit_word, HEADS, DEPRELS, vocabulary, offsets)
+    rows = {list(vocabulary)[r]: i for i, r in enumerate(counts.relations)}
+    assert counts.total[rows[ALL]] == 5 and counts.skipped == 0
+    gold_head, next_word, previous_word, last_dependent = range(4)  # heads in layer-major order
+    # dependent -> head: the gold-head map is right on every arc of every relation.
+    np.testing.assert_array_equal(counts.dep_correct[:, gold_head], counts.total)
+    # The next-word head equals the +1 offset baseline relation by relation, in both directions.
+    plus_one, minus_one = list(offsets).index(1), list(offsets).index(-1)
+    np.testing.assert_array_equal(counts.dep_correct[:, next_word], counts.dep_offset[:, plus_one])
+    assert counts.dep_correct[rows[ALL], next_word] == 3  # the->cat, cat->sat, the->mat
+    np.testing.assert_array_equal(counts.head_correct[:, previous_word], counts.head_offset[:, minus_one])
+    # head -> dependent: the head attends to its last dependent: right for mat->the (det), sat->obl:tmod,
+    # cat->the (det); wrong for mat->on (case) and sat->cat (nsubj).
+    assert counts.head_correct[rows["det"], last_dependent] == 2
+    assert counts.head_correct[rows["case"], last_dependent] == 0
+    assert counts.head_correct[rows["nsubj"], last_dependent] == 0
+    assert counts.head_correct[rows["obl:tmod"], last_dependent] == 1
+    # Base relations pool their subtypes.
+    assert "obl:*" in rows and counts.total[rows["obl:*"]] == 1
+
+
+def test_words_without_tokens_are_skipped_and_counted():
+    token_word = [-1, 0, 1, 2, 3, 4, -1]  # "mat" lost its tokens (truncation)
+    maps = np.ones((1, 1, 7, 7)) / 7
+    from workflow_scripts.attention.reader import ExampleMaps, to_word_level
+
+    word_maps = to_word_level(ExampleMaps(0, maps.astype(np.float16)), np.array(token_word), 6)
+    vocabulary = {r: i for i, r in enumerate(relation_vocabulary([DEPRELS]))}
+    counts = score_sentence(word_maps.attention, word_maps.unit_word, HEADS, DEPRELS, vocabulary, offsets_for(5))
+    assert counts.skipped == 3  # on->mat, the->mat, mat->sat
+    assert counts.total[list(counts.relations).index(vocabulary[ALL])] == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Streaming a dump, selection protocols, tables
+
+
+def _dependency_inputs(tmp_path: Path, n_sentences: int = 6):
+    maps = sentence_maps()
+    dump = write_dump(tmp_path / "dump", {i: maps for i in range(n_sentences)})
+    tokens = write_tokens(tmp_path / "tokens.parquet", {i: TOKEN_WORD for i in range(n_sentences)})
+    annotation = write_annotation(tmp_path / "annotation.parquet",
+                                  {i: (WORDS, UPOS, HEADS, DEPRELS) for i in range(n_sentences)})
+    return dump, tokens, annotation
+
+
+def test_scoring_a_dump_then_the_tables(tmp_path):
+    dump, tokens, annotation = _dependency_inputs(tmp_path)
+    part = tmp_path / "dev.parquet"
+    stats = score_dependency_heads(dump, tokens, annotation, part, max_offset=5)
+    assert stats["sentences"] == 6 and stats["arcs_skipped_no_unit"] == 0
+    counts = SplitCounts.read(part)
+    ids, total, heads, offsets = counts.candidates(ALL, DEP_TO_HEAD)
+    assert sorted(ids.tolist()) == list(range(6)) and total.sum() == 30
+    assert heads.sum(axis=0).tolist() == [30, 18, 6, 6]  # gold head, next word, previous word, last dependent
+    parts = {("m", c, s): part for c in ("pretrained", "random") for s in ("train", "dev")}
+    summarise_dependency(parts, tmp_path / "heads.csv", tmp_path / "best.csv", relations=[ALL, "det", "case"],
+                         select_split="train", score_split="dev", resamples=50)
+    heads_table = pd.read_csv(tmp_path / "heads.csv")
+    gold = heads_table[(heads_table.relation == ALL) & (heads_table.layer == 0) & (heads_table["head"] == 0)]
+    assert (gold.accuracy == 1.0).all() and (gold.n == 30).all() and gold.selected.all()
+    assert set(heads_table.select_split) == {"train", "dev"} and set(heads_table.score_split) == {"dev"}
+    best = pd.read_csv(tmp_path / "best.csv")
+    row = best[(best.relation == ALL) & (best.checkpoint == "pretrained") & (best.select_split == "train")].iloc[0]
+    assert (row.layer, row["head"], row.head_label, row.accuracy) == (0, 0, "1-1", 1.0)
+    assert row.baseline_offset == 1 and row.baseline_accuracy == pytest.approx(18 / 30)
+    assert row.ci_low == row.ci_high == 1.0  # every resample of sentences is perfect
+    assert row.control_checkpoint == "random" and row.diff_vs_control == 0.0
+    case = best[(best.relation == "case") & (best.direction == EITHER) & (best.select_split == "dev")].iloc[0]
+    assert case.accuracy == 1.0 and case.head_direction == DEP_TO_HEAD
+    assert best[best.relation == "case"].paper_label.iloc[0].startswith("pobj")
+
+
+def _counts_table(path: Path, per_head: list[int], total: int, n_sentences: int = 4) -> Path:
+    """A score part where every sentence has ``total`` `all` arcs and head k gets per_head[k] right."""
+    k = len(per_head)
+    table = pa.table({
+        "example_id": pa.array(np.arange(n_sentences), pa.int64()),
+        "relation": pa.array([ALL] * n_sentences),
+        "total": pa.array(np.full(n_sentences, total), pa.int32()),
+        **{name: pa.FixedSizeListArray.from_arrays(pa.array(np.tile(values, n_sentences).astype(np.int16)), width)
+           for name, values, width in (("dep_correct", per_head, k), ("head_correct", per_head, k),
+                                       ("dep_offset_correct", [1, 0], 2), ("head_offset_correct", [0, 0], 2))},
+    })
+    write_table(table, path, {"num_layers": 1, "num_heads": k, "offsets": [-1, 1], "sentences": n_sentences})
+    return path
+
+
+def test_the_held_out_protocol_selects_on_one_split_and_scores_on_the_other(tmp_path):
+    train = SplitCounts.read(_counts_table(tmp_path / "train.parquet", [9, 5, 1], 10))
+    dev = SplitCounts.read(_counts_table(tmp_path / "dev.parquet", [2, 7, 1], 10))
+    rows = best_rows("m", "pretrained", {"train": train, "dev": dev}, [ALL], [("train", "dev"), ("dev", "dev")],
+                     resamples=20, seed=0)
+    held_out, same = rows
+    assert (held_out["head"], held_out["accuracy"]) == (0, 0.2)  # best on train, scored on dev
+    assert (same["head"], same["accuracy"]) == (1, 0.7)  # [C]'s protocol: best on dev itself
+    assert held_out["baseline_offset"] == -1 and held_out["baseline_accuracy"] == 0.1
+    assert HEAD_TO_DEP not in {r["direction"] for r in rows}  # `all` is dependent -> head only

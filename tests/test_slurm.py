@@ -1,0 +1,335 @@
+"""The tiny study through a real SLURM cluster with profiles/slurm, compared with a local run.
+
+Runs where SLURM answers: a cluster whose ``sbatch`` is on PATH and whose ``sinfo`` works, or,
+with ATLAS_SLURM_TEST=1, the one-node cluster of scripts/slurm_one_node.sh (started here if it
+is not running, and stopped again afterwards; needs root and apt-get). Otherwise it skips.
+
+It builds the tiny study of tests/test_workflow_e2e.py twice, once locally (--cores 2) and once
+with ``snakemake --profile profiles/slurm``, and checks that
+  * every job of the SLURM run went through sbatch: the SLURM job ids that Snakemake logged are
+    one per job it ran (the local target rule aside), and SLURM knows each of them, under this
+    run's job name, as COMPLETED;
+  * the outputs are equal: the same files; Parquet tables (attention shards included) equal as
+    data; CSV tables equal once time/path columns are dropped; JSON equal once time/path keys
+    are dropped; PNG pixels and PDF content equal; every other file equal byte for byte (logs
+    aside, which record times and paths).
+The profile is used as it is, except where this machine lacks what it asks for: the partition
+(that of the cluster here), accounts, GPUs (the tiny study runs on the CPU) and memory beyond a
+node's. Those overrides are derived from the profile, not from a list of rule names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from conftest import REPO
+from test_workflow_e2e import study, write_mirror  # noqa: F401  (the tiny study: fixture + mirror)
+
+pytestmark = pytest.mark.e2e
+
+PROFILE = REPO / "profiles" / "slurm"
+SCRIPT = REPO / "scripts" / "slurm_one_node.sh"
+REQUESTED = os.environ.get("ATLAS_SLURM_TEST") == "1"
+RUN_TIMEOUT_S = int(os.environ.get("ATLAS_SLURM_TIMEOUT_S", "3600"))
+# Resources with which the profile asks for GPUs (snakemake-executor-plugin-slurm 2.x).
+GPU_RESOURCES = ("gpu", "gpus", "gpu_model", "gres", "cpus_per_gpu", "tasks_per_gpu")
+# Columns / keys that may record when or where a job ran rather than what it computed.
+VOLATILE = re.compile(r"(^|_)(time|times|seconds|elapsed|duration|date|timestamp|host|hostname|"
+                      r"path|paths|dir|directory|file|pid|started|finished|created)($|_)", re.I)
+
+
+def _run(command: list[str], timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, **kwargs)
+
+
+def _sinfo_answers() -> bool:
+    if not shutil.which("sbatch") or not shutil.which("sinfo"):
+        return False
+    try:
+        return _run(["sinfo", "-h", "-o", "%P"], timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _slurm_logs(lines: int = 40) -> str:
+    """Tails of the controller's and node daemon's logs, wherever the running config puts them."""
+    try:
+        config = _run(["scontrol", "show", "config"], timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"(scontrol show config failed: {error})"
+    tails = []
+    for key in ("SlurmctldLogFile", "SlurmdLogFile", "JobCompLoc"):
+        match = re.search(rf"^{key}\s*=\s*(\S+)", config, re.M)
+        if match and Path(match.group(1)).is_file():
+            text = Path(match.group(1)).read_text(errors="replace").splitlines()[-lines:]
+            tails.append(f"== {match.group(1)} (last {lines} lines)\n" + "\n".join(text))
+    return "\n".join(tails) or "(no SLURM daemon logs readable here)"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """The partition to submit to and its per-node CPUs and memory; starts the one-node cluster
+    of scripts/slurm_one_node.sh when asked to (ATLAS_SLURM_TEST=1) and none answers."""
+    started = False
+    if not _sinfo_answers():
+        if not REQUESTED:
+            pytest.skip("no SLURM here (sbatch not on PATH or sinfo does not answer); set "
+                        "ATLAS_SLURM_TEST=1 to start a one-node cluster with scripts/slurm_one_node.sh "
+                        "(root, apt-get), or run 'bash scripts/slurm_one_node.sh start' first")
+        result = _run(["bash", str(SCRIPT), "start"], timeout=1800)
+        if result.returncode != 0:
+            pytest.fail(f"ATLAS_SLURM_TEST=1 but {SCRIPT.name} start failed (rc {result.returncode}):\n"
+                        f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+        started = True
+        assert _sinfo_answers(), f"{SCRIPT.name} start succeeded but sinfo does not answer"
+    partitions = _run(["sinfo", "-h", "-o", "%P"]).stdout.split()
+    partition = os.environ.get("ATLAS_SLURM_PARTITION") or next(
+        (p.rstrip("*") for p in partitions if p.endswith("*")), partitions[0].rstrip("*") if partitions else "")
+    assert partition, f"sinfo lists no partition: {partitions}"
+    # Per-node CPUs and memory (MB) of the partition; the smallest node counts.
+    nodes = _run(["sinfo", "-h", "-p", partition, "-N", "-o", "%c %m"]).stdout.split("\n")
+    sizes = [tuple(int(re.sub(r"\D", "", v)) for v in line.split()) for line in nodes if line.strip()]
+    assert sizes, f"partition {partition!r} has no nodes (sinfo -p {partition} -N)"
+    cpus, mem_mb = min(s[0] for s in sizes), min(s[1] for s in sizes)
+    yield {"partition": partition, "cpus": cpus, "mem_mb": mem_mb}
+    if started:
+        _run(["bash", str(SCRIPT), "stop"], timeout=300)
+
+
+def _snakemake(work: Path, directory: Path, *args: str) -> tuple[subprocess.CompletedProcess, float]:
+    directory.mkdir(exist_ok=True)
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
+               str(directory), "--configfile", str(work / "tiny.yaml"), *args]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    start = time.monotonic()
+    result = subprocess.run(command, cwd=directory, capture_output=True, text=True, env=env,
+                            timeout=RUN_TIMEOUT_S)
+    (directory / "snakemake.out").write_text(result.stdout + result.stderr)
+    return result, time.monotonic() - start
+
+
+def _cli(value) -> str:
+    """A profile's resource value as the profile parser passes it on (expressions stay expressions)."""
+    return repr(value) if isinstance(value, str) and re.fullmatch(r"[-+]?[\d.]+", value) else str(value)
+
+
+
+def slurm_overrides(profile: dict, cluster: dict) -> list[str]:
+    """Command-line options that adapt the profile to this cluster and nothing more: partition,
+    no account, no GPU request, memory capped at half a node's, threads at a node's CPUs."""
+
+    def adapt(resources: dict) -> dict:
+        out = {}
+        for name, value in resources.items():
+            if name in GPU_RESOURCES or name == "slurm_account":
+                continue
+            if name == "slurm_partition":
+                value = repr(cluster["partition"])  # quoted: a string, not an expression
+            if name == "mem_mb" and isinstance(value, int):  # two jobs side by side, as --cores 2
+                value = min(value, cluster["mem_mb"] // 2)
+            out[name] = value
+        return out
+
+    defaults = adapt(profile.get("default-resources") or {})
+    defaults["slurm_partition"] = repr(cluster["partition"])
+    options = ["--default-resources", *(f"{k}={_cli(v)}" for k, v in defaults.items())]
+    per_rule = []
+    for rule, resources in (profile.get("set-resources") or {}).items():
+        adapted = adapt(resources)
+        if any(name in resources for name in GPU_RESOURCES):
+            adapted["gpu"] = 0  # the rules' own 'gpu=' is 0 for device cpu/auto: no GPU here
+        per_rule += [f"{rule}:{k}={_cli(v)}" for k, v in adapted.items()]
+    if per_rule:
+        options += ["--set-resources", *per_rule]
+    options += ["--max-threads", str(cluster["cpus"])]
+    return options
+
+
+@pytest.fixture(scope="module")
+def runs(study, cluster):  # noqa: F811  (study: the fixture imported above)
+    """The tiny study built locally and through SLURM (results, logs, wall times)."""
+    local, local_s = _snakemake(study, study / "local", "--cores", "2")
+    assert local.returncode == 0, "local run failed:\n" + (local.stdout + local.stderr)[-6000:]
+    profile = yaml.safe_load((PROFILE / "config.yaml").read_text())
+    assert profile.get("executor") == "slurm", f"{PROFILE}/config.yaml: executor is not slurm"
+    sacct_works = shutil.which("sacct") and _run(["sacct", "-n", "-X", "-S", "now"]).returncode == 0
+    slurm_args = [
+        "--profile", str(PROFILE),
+        "--workflow-profile", "none",  # profiles/default would override keys of profiles/slurm
+        *slurm_overrides(profile, cluster),
+        # Quick status polls for a tiny study, and keep every job's SLURM log as evidence.
+        "--slurm-init-seconds-before-status-checks", "2",
+        "--slurm-keep-successful-logs",
+        *([] if sacct_works else ["--slurm-status-command", "squeue"]),
+    ]
+    slurm, slurm_s = _snakemake(study, study / "slurm", *slurm_args)
+    log = slurm.stdout + slurm.stderr
+    assert slurm.returncode == 0, ("SLURM run failed:\n" + log[-8000:] + "\n\n" + _slurm_logs()
+                                   + "\n\nsbatch call options: " + " ".join(slurm_args))
+    print(f"\nwall time: local run {local_s:.0f} s, SLURM run {slurm_s:.0f} s")
+    return {"local": study / "local", "slurm": study / "slurm", "local_log": local.stdout + local.stderr,
+            "slurm_log": log, "local_s": local_s, "slurm_s": slurm_s}
+
+
+def jobs_of(log: str) -> dict[int, dict]:
+    """Snakemake's job blocks in a run's log: jobid -> {rule, local, has_output}."""
+    jobs = {}
+    for match in re.finditer(r"^(local)?rule (\S+):\n((?:[ \t]+\S.*\n?)*)", log, re.M):
+        body = match.group(3)
+        jobid = re.search(r"^\s+jobid: (\d+)", body, re.M)
+        if jobid:
+            jobs[int(jobid.group(1))] = {"rule": match.group(2), "local": bool(match.group(1)),
+                                         "has_output": bool(re.search(r"^\s+output: ", body, re.M))}
+    return jobs
+
+
+def finished_of(log: str) -> set[int]:
+    return {int(j) for j in re.findall(r"Finished jobid: (\d+)", log)}
+
+
+def submissions_of(log: str) -> dict[int, str]:
+    """Snakemake job id -> SLURM job id, from 'Job N has been submitted with SLURM jobid M'."""
+    pairs = re.findall(r"Job (\d+) has been submitted with SLURM jobid (\S+?) ", log)
+    submitted: dict[int, str] = {}
+    for job, slurm_id in pairs:
+        assert int(job) not in submitted, f"job {job} submitted twice ({submitted[int(job)]}, {slurm_id})"
+        submitted[int(job)] = slurm_id
+    return submitted
+
+
+def slurm_states(run_name: str, ids: list[str]) -> dict[str, tuple[str, str]]:
+    """SLURM job id -> (state, comment) as SLURM records them, for the jobs named run_name."""
+    states = {}
+    out = _run(["squeue", "--states=all", "--noheader", "--name", run_name, "--format=%i|%T|%k"]).stdout
+    for line in out.splitlines():
+        job, state, comment = (line.split("|", 2) + ["", ""])[:3]
+        states[job.strip()] = (state.strip(), comment.strip())
+    for job in ids:  # older than MinJobAge: ask scontrol, then accounting
+        if job in states:
+            continue
+        shown = _run(["scontrol", "-o", "show", "job", job]).stdout
+        name, state = re.search(r"JobName=(\S+)", shown), re.search(r"JobState=(\S+)", shown)
+        if name and state and name.group(1) == run_name:
+            comment = re.search(r"Comment=(\S+)", shown)
+            states[job] = (state.group(1), comment.group(1) if comment else "")
+        elif shutil.which("sacct"):
+            acct = _run(["sacct", "-n", "-X", "-P", "-j", job, "-o", "JobName,State,Comment"]).stdout
+            for row in acct.splitlines():
+                fields = row.split("|")
+                if fields[0] == run_name:
+                    states[job] = (fields[1].split()[0], fields[2] if len(fields) > 2 else "")
+    return states
+
+
+def test_every_job_went_through_sbatch(runs):
+    log = runs["slurm_log"]
+    jobs, finished, submitted = jobs_of(log), finished_of(log), submissions_of(log)
+    assert jobs and finished, "no jobs in the SLURM run's log:\n" + log[-4000:]
+    assert finished <= set(jobs), f"finished jobs without a job block: {sorted(finished - set(jobs))}"
+    local_jobs = {j for j in finished if jobs[j]["local"]}
+    # Only target rules without outputs (rule all) may run on the submitting host.
+    assert all(not jobs[j]["has_output"] for j in local_jobs), \
+        f"jobs with outputs ran locally, not through sbatch: {[jobs[j]['rule'] for j in local_jobs]}"
+    remote = finished - local_jobs
+    assert set(submitted) == remote, (
+        f"jobs run without an sbatch submission: {sorted((jobs[j]['rule'], j) for j in remote - set(submitted))}; "
+        f"submitted but not finished: {sorted(set(submitted) - remote)}")
+    slurm_ids = list(submitted.values())
+    assert len(set(slurm_ids)) == len(slurm_ids) == len(remote), "one SLURM job id per job expected"
+    # The same DAG as the local run: the same number of jobs of each rule.
+    local_jobs_all = jobs_of(runs["local_log"])
+    local_rules = sorted(local_jobs_all[j]["rule"] for j in finished_of(runs["local_log"]))
+    assert sorted(jobs[j]["rule"] for j in finished) == local_rules
+    # SLURM itself knows every one of them, under this run's job name, as COMPLETED.
+    run_name = re.search(r"SLURM run ID: (\S+)", log)
+    assert run_name, "no 'SLURM run ID' in the log"
+    states = slurm_states(run_name.group(1), slurm_ids)
+    missing = [i for i in slurm_ids if i not in states]
+    assert not missing, f"SLURM does not know jobs {missing} of run {run_name.group(1)}\n" + _slurm_logs()
+    failed = {i: s for i, s in states.items() if i in slurm_ids and s[0] != "COMPLETED"}
+    assert not failed, f"SLURM jobs not COMPLETED: {failed}"
+    rows = sorted((int(submitted_id), job, jobs[job]["rule"], states[submitted_id][0])
+                  for job, submitted_id in submitted.items())
+    listing = "\n".join(f"  SLURM {sid:>6}  snakemake job {job:>3}  {rule:<28} {state}" for sid, job, rule, state in rows)
+    print(f"\nSLURM run {run_name.group(1)}: {len(rows)} jobs submitted with sbatch, "
+          f"{len(local_jobs)} local target job(s) ({', '.join(jobs[j]['rule'] for j in local_jobs)}); "
+          f"{len(finished)} jobs in all\n{listing}")
+    assert re.search(r"(\d+) of \1 steps \(100%\) done", log)
+
+
+def _strip_volatile(value):
+    if isinstance(value, dict):
+        return {k: _strip_volatile(v) for k, v in value.items() if not VOLATILE.search(k)}
+    if isinstance(value, list):
+        return [_strip_volatile(v) for v in value]
+    return value
+
+
+def _differs(a: Path, b: Path) -> str | None:
+    """Why two output files differ as outputs (None: equal)."""
+    suffix = a.suffix.lower()
+    if suffix == ".parquet":
+        ta, tb = pq.read_table(a), pq.read_table(b)
+        if ta.schema.remove_metadata() != tb.schema.remove_metadata():
+            return f"schemas differ:\n{ta.schema}\nvs\n{tb.schema}"
+        return None if ta.equals(tb) else "table data differ"
+    if suffix in (".csv", ".tsv"):
+        sep = "\t" if suffix == ".tsv" else ","
+        fa, fb = pd.read_csv(a, sep=sep), pd.read_csv(b, sep=sep)
+        fa, fb = (f.drop(columns=[c for c in f.columns if VOLATILE.search(str(c))]) for f in (fa, fb))
+        try:
+            pd.testing.assert_frame_equal(fa, fb, check_exact=True)
+        except AssertionError as error:
+            return str(error)[:2000]
+        return None
+    if suffix == ".json":
+        ja, jb = (_strip_volatile(json.loads(p.read_text())) for p in (a, b))
+        return None if ja == jb else f"JSON differs:\n{ja}\nvs\n{jb}"[:2000]
+    data_a, data_b = a.read_bytes(), b.read_bytes()
+    if data_a == data_b:
+        return None
+    if suffix == ".png":
+        import matplotlib.image as mpimg
+        pa, pb = mpimg.imread(a), mpimg.imread(b)
+        return None if pa.shape == pb.shape and np.array_equal(pa, pb) else "PNG pixels differ"
+    if suffix == ".pdf":  # matplotlib writes the creation date into the file
+        date = re.compile(rb"/(CreationDate|ModDate) \(D:[^)]*\)")
+        return None if date.sub(b"", data_a) == date.sub(b"", data_b) else "PDF content differs"
+    return f"bytes differ ({len(data_a)} vs {len(data_b)} bytes)"
+
+
+def test_outputs_equal_a_local_run(runs):
+    local, slurm = runs["local"] / "results", runs["slurm"] / "results"
+    files = {p.relative_to(local) for p in local.rglob("*") if p.is_file()}
+    other = {p.relative_to(slurm) for p in slurm.rglob("*") if p.is_file()}
+    assert files == other, (f"only in the local run: {sorted(map(str, files - other))}; "
+                            f"only in the SLURM run: {sorted(map(str, other - files))}")
+    compared, differences, kinds = 0, {}, {}
+    for rel in sorted(files):
+        if rel.parts[0] == "logs" or rel.suffix == ".log":
+            continue  # logs record times and paths
+        why = _differs(local / rel, slurm / rel)
+        compared += 1
+        kinds[rel.suffix or rel.name] = kinds.get(rel.suffix or rel.name, 0) + 1
+        if why:
+            differences[str(rel)] = why
+    assert not differences, "outputs differ between the local and the SLURM run:\n" + "\n".join(
+        f"{k}: {v}" for k, v in differences.items())
+    shards = sum(1 for rel in files if rel.parts[0] == "attention" and rel.suffix == ".parquet")
+    assert shards > 0, "no attention shards to compare"
+    print(f"\nequality check: {compared} output files equal between the local and the SLURM run "
+          f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}; {shards} attention shards); "
+          f"{len(files) - compared} log files not compared")

@@ -1,0 +1,159 @@
+"""Figures of the syntax analyses (METHODS 7.3): accuracy heatmaps and example maps of the best heads.
+
+Head labels in figures are 1-based "layer-head" as in [C]; the tables stay 0-based.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from ..attention.reader import AttentionDump, to_word_level
+from ..attention.tokens import token_words
+from ..errors import AtlasError
+from ..figures import head_label, save_figure
+from .dependency import ALL, DEP_TO_HEAD, EITHER, HEAD_TO_DEP, read_trees
+
+log = logging.getLogger(__name__)
+
+ARROWS = {DEP_TO_HEAD: "dep→head", HEAD_TO_DEP: "head→dep"}
+
+
+def _best(best: pd.DataFrame, model: str, checkpoint: str, relation: str, select_split: str,
+          score_split: str) -> pd.Series | None:
+    """The held-out best head of a relation: over both directions (`either`), or dep->head for `all`."""
+    direction = DEP_TO_HEAD if relation == ALL else EITHER
+    rows = best[(best["model"] == model) & (best["checkpoint"] == checkpoint) & (best["relation"] == relation)
+                & (best["direction"] == direction) & (best["select_split"] == select_split)
+                & (best["score_split"] == score_split)]
+    return rows.iloc[0] if len(rows) else None
+
+
+def dependency_heatmaps(heads_csv: str | Path, best_csv: str | Path, png: str | Path, pdf: str | Path, *,
+                        model: str, checkpoint: str, relations: Sequence[str], select_split: str,
+                        score_split: str) -> None:
+    """One layer x head accuracy panel per relation (on the score split), best held-out head boxed."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    heads = pd.read_csv(heads_csv)
+    best = pd.read_csv(best_csv)
+    heads = heads[(heads["model"] == model) & (heads["checkpoint"] == checkpoint)
+                  & (heads["select_split"] == score_split) & (heads["score_split"] == score_split)]
+    if heads.empty:
+        raise AtlasError(f"{heads_csv}: no rows for {model}/{checkpoint} scored on {score_split}")
+    layers, n_heads = int(heads["layer"].max()) + 1, int(heads["head"].max()) + 1
+    shown = [r for r in relations if r in set(heads["relation"])]
+    columns = min(4, max(len(shown), 1))
+    rows = math.ceil(len(shown) / columns) if shown else 1
+    figure, axes = plt.subplots(rows, columns, figsize=(3.6 * columns, 0.32 * layers * rows + 1.4 * rows),
+                                squeeze=False)
+    image = None
+    for ax, relation in zip(axes.flat, shown):
+        choice = _best(best, model, checkpoint, relation, select_split, score_split)
+        direction = choice["head_direction"] if choice is not None else DEP_TO_HEAD
+        panel = heads[(heads["relation"] == relation) & (heads["direction"] == direction)]
+        grid = np.full((layers, n_heads), np.nan)
+        grid[panel["layer"].to_numpy(), panel["head"].to_numpy()] = panel["accuracy"].to_numpy()
+        image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        title = f"{relation} ({ARROWS[direction]}), n={int(panel['n'].iloc[0]) if len(panel) else 0}"
+        if choice is not None:
+            ax.add_patch(Rectangle((choice["head"] - 0.5, choice["layer"] - 0.5), 1, 1, fill=False, edgecolor="red",
+                                   linewidth=1.8))
+            title += (f"\nbest {choice['head_label']}: {choice['accuracy']:.0%}; "
+                      f"offset {int(choice['baseline_offset']):+d}: {choice['baseline_accuracy']:.0%}")
+        ax.set_title(title, fontsize=8)
+        ax.set_xticks(range(n_heads), [str(h + 1) for h in range(n_heads)], fontsize=6)
+        ax.set_yticks(range(layers), [str(layer + 1) for layer in range(layers)], fontsize=6)
+        ax.set_xlabel("head", fontsize=7)
+        ax.set_ylabel("layer", fontsize=7)
+    for ax in list(axes.flat)[len(shown):]:
+        ax.axis("off")
+    if image is not None:
+        figure.colorbar(image, ax=axes, shrink=0.6, label=f"accuracy on {score_split}")
+    figure.suptitle(f"{model} / {checkpoint}: each head as a parser, per relation (box: best head selected on "
+                    f"{select_split})", fontsize=10)
+    save_figure(figure, png, pdf)
+
+
+def choose_sentence(trees: dict, relations: Sequence[str], *, min_words: int = 8, max_words: int = 16) -> int:
+    """A short sentence with as many of ``relations`` as possible (first such by example id)."""
+    wanted = set(relations) - {ALL}
+    best_id, best_score = None, -1
+    for example_id in sorted(trees):
+        words, _, _, deprels = trees[example_id]
+        if not min_words <= len(words) <= max_words:
+            continue
+        score = len(wanted & set(deprels))
+        if score > best_score:
+            best_id, best_score = example_id, score
+    if best_id is None:
+        best_id = min(trees)
+    return best_id
+
+
+def best_head_maps(dump_dir: str | Path, token_table: str | Path, annotation: str | Path, best_csv: str | Path,
+                   png: str | Path, pdf: str | Path, *, model: str, checkpoint: str, relations: Sequence[str],
+                   select_split: str, score_split: str, example_id: int | None = None, max_panels: int = 8) -> None:
+    """Word-level maps of the best head of each relation on one sentence, gold arcs of the relation marked."""
+    import matplotlib.pyplot as plt
+
+    trees = read_trees(annotation)
+    best = pd.read_csv(best_csv)
+    if example_id is None:
+        example_id = choose_sentence(trees, relations)
+    if example_id not in trees:
+        raise AtlasError(f"config key 'syntax.figure_example_id': example {example_id} is not in {annotation}")
+    words, _, gold_heads, deprels = trees[example_id]
+    dump = AttentionDump(dump_dir)
+    token_word = token_words(token_table)[example_id]
+    maps = to_word_level(dump.get(example_id), token_word, len(words))
+    tokens = pq.read_table(token_table, columns=["example_id", "token"]).to_pandas()
+    tokens = tokens[tokens["example_id"] == example_id]["token"].tolist()
+    labels = []
+    for unit, word in enumerate(maps.unit_word):
+        if word >= 0:
+            labels.append(words[word])
+        else:
+            members = np.flatnonzero(maps.token_unit == unit)
+            labels.append(tokens[members[0]] if len(members) else "?")
+    present = [r for r in relations if r == ALL or r in deprels or any(d.split(":")[0] + ":*" == r for d in deprels)]
+    panels = [(r, c) for r in present if (c := _best(best, model, checkpoint, r, select_split, score_split)) is not None]
+    panels = panels[:max_panels]
+    if not panels:
+        raise AtlasError(f"sentence {example_id} has none of the relations {list(relations)}")
+    columns = min(4, len(panels))
+    rows = math.ceil(len(panels) / columns)
+    size = len(labels)
+    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 4.4 * rows), squeeze=False)
+    unit_of_word = {int(w): u for u, w in enumerate(maps.unit_word) if w >= 0}
+    for ax, (relation, choice) in zip(axes.flat, panels):
+        layer, head = int(choice["layer"]), int(choice["head"])
+        direction = choice["head_direction"]
+        ax.imshow(maps.attention[layer, head], vmin=0, vmax=1, cmap="Blues")
+        for dependent, gold in enumerate(gold_heads):
+            matches = relation == ALL or deprels[dependent] == relation or \
+                (relation.endswith(":*") and deprels[dependent].split(":")[0] == relation[:-2])
+            if gold < 0 or not matches or dependent not in unit_of_word or gold not in unit_of_word:
+                continue
+            row, column = unit_of_word[dependent], unit_of_word[gold]
+            if direction == HEAD_TO_DEP:
+                row, column = column, row
+            ax.plot(column, row, marker="o", markersize=7, markerfacecolor="none", markeredgecolor="red")
+        ax.set_xticks(range(size), labels, rotation=90, fontsize=6)
+        ax.set_yticks(range(size), labels, fontsize=6)
+        ax.set_title(f"{relation}: head {head_label(layer, head)} ({ARROWS[direction]}), "
+                     f"{choice['accuracy']:.0%} on {score_split}", fontsize=8)
+        ax.set_xlabel("attended word", fontsize=7)
+        ax.set_ylabel("attending word", fontsize=7)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    figure.suptitle(f"{model} / {checkpoint}, {Path(annotation).stem} sentence {example_id}: best heads' word-level "
+                    "attention (circles: gold arcs of the relation)", fontsize=9)
+    save_figure(figure, png, pdf)

@@ -1,0 +1,85 @@
+"""Entry points of the surface, gradient and clustering analyses (rules/surface.smk)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import entry_point
+
+
+@entry_point("surface_heads_part")
+def surface_heads_part(smk: Any) -> None:
+    from ..analysis.surface import separator_token_id, surface_heads
+
+    p = smk.params
+    surface_heads(smk.input.dump, smk.input.tokens, smk.output[0], model=smk.wildcards.model,
+                  checkpoint=smk.wildcards.checkpoint, corpus=p.corpus, split=p.split,
+                  sep_token_id=separator_token_id(smk.input.checkpoint, offline=p.offline),
+                  resamples=p.resamples, seed=p.bootstrap_seed)
+
+
+@entry_point("sep_gradient_part")
+def sep_gradient_part(smk: Any) -> None:
+    from ..analysis.gradient import sep_gradient
+
+    p = smk.params
+    sep_gradient(smk.input.checkpoint, smk.input.tokens, smk.output[0],
+                 task_data=smk.input.get("task_data"), max_examples=p.examples, mask_prob=p.mask_prob,
+                 seed=p.seed, resamples=p.resamples, bootstrap_seed=p.bootstrap_seed, threads=smk.threads,
+                 offline=p.offline, data_name=f"{p.corpus}/{p.split}")
+
+
+@entry_point("head_clusters_part")
+def head_clusters_part(smk: Any) -> None:
+    from ..analysis.clustering import head_clusters
+
+    p = smk.params
+    head_clusters(smk.input.dump, smk.input.tokens, smk.input.surface, smk.output.clusters,
+                  smk.output.distances, model=smk.wildcards.model, checkpoint=smk.wildcards.checkpoint,
+                  max_examples=p.examples, seed=p.seed, distance=p.distance, threshold=p.threshold,
+                  broad_entropy=p.broad_entropy)
+
+
+@entry_point("surface_heads_table")
+def surface_heads_table(smk: Any) -> None:
+    from ..analysis.surface import concat_parts
+
+    concat_parts(list(smk.input), smk.output[0], ["model", "checkpoint", "layer", "head"])
+
+
+@entry_point("sep_gradient_table")
+def sep_gradient_table(smk: Any) -> None:
+    from ..analysis.surface import concat_parts
+
+    concat_parts(list(smk.input), smk.output[0], ["model", "checkpoint", "layer"])
+
+
+@entry_point("head_clusters_table")
+def head_clusters_table(smk: Any) -> None:
+    from ..analysis.surface import concat_parts
+
+    concat_parts(list(smk.input), smk.output[0], ["model", "checkpoint", "layer", "head"])
+
+
+@entry_point("surface_figures")
+def surface_figures(smk: Any) -> None:
+    from ..analysis.surface_figures import plot_entropy, plot_positional, plot_special_tokens
+
+    out = smk.output
+    plot_special_tokens(smk.input[0], out.special_png, out.special_pdf)
+    plot_positional(smk.input[0], out.positional_png, out.positional_pdf)
+    plot_entropy(smk.input[0], out.entropy_png, out.entropy_pdf)
+
+
+@entry_point("sep_gradient_figure")
+def sep_gradient_figure(smk: Any) -> None:
+    from ..analysis.surface_figures import plot_sep_gradient
+
+    plot_sep_gradient(smk.input[0], smk.output.png, smk.output.pdf)
+
+
+@entry_point("head_clusters_figure")
+def head_clusters_figure(smk: Any) -> None:
+    from ..analysis.surface_figures import plot_head_clusters
+
+    plot_head_clusters(smk.input[0], smk.output.png, smk.output.pdf)
