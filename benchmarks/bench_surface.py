@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -41,7 +42,7 @@ def measure(mode: str, dump: str, tokens: str, limit: int | None) -> dict:
     reader = AttentionDump(dump)
     accumulator = SurfaceAccumulator(reader.num_layers, reader.num_heads)
     rss_before = peak_rss_mib()
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     examples = 0
     for example in reader.iter_examples():
         if mode == "stream":  # baseline: read, check and decode every map, compute nothing
@@ -51,14 +52,14 @@ def measure(mode: str, dump: str, tokens: str, limit: int | None) -> dict:
         examples += 1
         if limit is not None and examples >= limit:
             break
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     rss_streamed = peak_rss_mib()
     bootstrap_seconds = 0.0
     if mode == "surface":  # the table: estimates and 95% intervals over examples (1000 resamples)
         started = time.perf_counter()
         accumulator.frame(resamples=1000, seed=0)
         bootstrap_seconds = time.perf_counter() - started
-    return {"mode": mode, "limit": limit, "examples": examples, "seconds": seconds,
+    return {"mode": mode, "limit": limit, "examples": examples, "seconds": seconds, "cpu_seconds": cpu_seconds,
             "examples_per_s": examples / seconds, "bootstrap_seconds": bootstrap_seconds,
             "rss_before_mib": rss_before, "rss_streamed_mib": rss_streamed, "peak_rss_mib": peak_rss_mib()}
 
@@ -115,7 +116,8 @@ def main() -> int:
                      ("baseline: stream + decode only, all examples", baseline),
                      ("surface statistics, first 100 examples", first),
                      ("surface statistics, all examples", full)):
-        print(f"{label:46s} {r['examples']:5d} ex {r['seconds']:7.2f} s {r['examples_per_s']:7.1f} ex/s | "
+        print(f"{label:46s} {r['examples']:5d} ex {r['seconds']:7.2f} s (CPU {r['cpu_seconds']:6.2f} s) "
+              f"{r['examples_per_s']:7.1f} ex/s | "
               f"peak RSS {r['rss_before_mib']:6.1f} MiB before, {r['rss_streamed_mib']:6.1f} after streaming, "
               f"{r['peak_rss_mib']:6.1f} after the bootstrap ({r['bootstrap_seconds']:.2f} s)")
     print(f"peak RSS while streaming, 100 -> {full['examples']} examples: statistics {first['rss_streamed_mib']:.1f} -> "
@@ -130,7 +132,10 @@ def main() -> int:
     print(f"time ratio, streaming statistics / stream-only baseline (all examples): "
           f"{full['seconds'] / baseline['seconds']:.2f}x; with the bootstrap "
           f"{(full['seconds'] + full['bootstrap_seconds']) / baseline['seconds']:.2f}x; "
-          f"{full['seconds'] / full['examples'] * 1000:.1f} ms per example")
+          f"{full['seconds'] / full['examples'] * 1000:.1f} ms per example; CPU-time ratio "
+          f"{full['cpu_seconds'] / baseline['cpu_seconds']:.2f}x (robust to other load on the machine)")
+    print(f"load average while measuring: {' '.join(f'{x:.1f}' for x in os.getloadavg())} "
+          f"on {os.cpu_count()} CPUs (wall times stretch when the machine is shared)")
     return 0
 
 

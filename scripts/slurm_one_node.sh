@@ -138,6 +138,7 @@ start_munge() {
     chmod 0700 /etc/munge /var/lib/munge /var/log/munge
     chmod 0755 /run/munge
     chmod 0400 /etc/munge/munge.key
+    say "starting munged"
     runuser -u munge -- /usr/sbin/munged
     touch "$STATE/munged.ours"  # stop ends only a munged that this script started
     for _ in $(seq 20); do
@@ -195,8 +196,23 @@ stop_daemon() {  # stop_daemon PIDFILE NAME
     rm -f "$pidfile"
 }
 
+cancel_jobs() {  # cancel every job of this (private, one-node) cluster and wait for them to end
+    local left
+    scontrol ping >/dev/null 2>&1 || return 0
+    left=$(squeue -h -o %i 2>/dev/null | wc -l)
+    [ "$left" -eq 0 ] && return 0
+    say "cancelling $left job(s)"
+    scancel --full $(squeue -h -o %i) 2>/dev/null || true
+    for _ in $(seq 30); do
+        [ "$(squeue -h -t running,completing -o %i 2>/dev/null | wc -l)" -eq 0 ] && return 0
+        sleep 1
+    done
+    say "jobs still running after 30 s: $(squeue -h -o %i | tr '\n' ' ')"
+}
+
 stop() {
     need_root
+    alive "$RUN/slurmctld.pid" && cancel_jobs
     stop_daemon "$RUN/slurmd.pid" slurmd
     stop_daemon "$RUN/slurmctld.pid" slurmctld
     if [ -e "$STATE/munged.ours" ]; then

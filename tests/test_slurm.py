@@ -4,22 +4,25 @@ Runs where SLURM answers: a cluster whose ``sbatch`` is on PATH and whose ``sinf
 with ATLAS_SLURM_TEST=1, the one-node cluster of scripts/slurm_one_node.sh (started here if it
 is not running, and stopped again afterwards; needs root and apt-get). Otherwise it skips.
 
-It builds the tiny study of tests/test_workflow_e2e.py twice, once locally (--cores 2) and once
-with ``snakemake --profile profiles/slurm``, and checks that
-  * every job of the SLURM run went through sbatch: the SLURM job ids that Snakemake logged are
-    one per job it ran (the local target rule aside), and SLURM knows each of them, under this
-    run's job name, as COMPLETED;
+It builds the tiny study of tests/test_workflow_e2e.py twice from one snapshot of the workflow's
+files (others may edit the repository meanwhile), once locally (--cores 2) and once with
+``snakemake --profile profiles/slurm``, and checks that
+  * every job of the SLURM run went through sbatch: one SLURM job id logged per job Snakemake
+    ran (the local target rule 'all' aside), the same jobs per rule as the local run, and SLURM
+    knows each id, under this run's job name, as COMPLETED;
   * the outputs are equal: the same files; Parquet tables (attention shards included) equal as
-    data; CSV tables equal once time/path columns are dropped; JSON equal once time/path keys
-    are dropped; PNG pixels and PDF content equal; every other file equal byte for byte (logs
-    aside, which record times and paths).
+    data; CSV tables and JSON equal once time/host columns or keys are dropped and the run's own
+    directory is written alike; PNG pixels and PDF content equal; every other file equal byte
+    for byte (logs aside, which record times and paths).
 The profile is used as it is, except where this machine lacks what it asks for: the partition
-(that of the cluster here), accounts, GPUs (the tiny study runs on the CPU) and memory beyond a
-node's. Those overrides are derived from the profile, not from a list of rule names.
+(that of the cluster here), accounts, GPUs (the tiny study runs on the CPU) and memory beyond
+half a node's. Those overrides are derived from the profile, not from a list of rule names.
+Both runs take most of an hour on a 2-core machine; ATLAS_SLURM_TIMEOUT_S bounds each.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -40,15 +43,17 @@ from test_workflow_e2e import study, write_mirror  # noqa: F401  (the tiny study
 
 pytestmark = pytest.mark.e2e
 
-PROFILE = REPO / "profiles" / "slurm"
+PROFILE = Path("profiles") / "slurm"  # in the snapshot of the workflow (see ``workflow``)
 SCRIPT = REPO / "scripts" / "slurm_one_node.sh"
 REQUESTED = os.environ.get("ATLAS_SLURM_TEST") == "1"
-RUN_TIMEOUT_S = int(os.environ.get("ATLAS_SLURM_TIMEOUT_S", "3600"))
+RUN_TIMEOUT_S = int(os.environ.get("ATLAS_SLURM_TIMEOUT_S", "5400"))  # per Snakemake run
+JOB_PREFIX = f"atlastest{os.getpid()}"  # SLURM job names: {JOB_PREFIX}_{run uuid}
 # Resources with which the profile asks for GPUs (snakemake-executor-plugin-slurm 2.x).
 GPU_RESOURCES = ("gpu", "gpus", "gpu_model", "gres", "cpus_per_gpu", "tasks_per_gpu")
-# Columns / keys that may record when or where a job ran rather than what it computed.
+# Columns / keys that may record when or on which host a job ran rather than what it computed.
+# (Absolute paths into the run's own directory are compared with that directory replaced.)
 VOLATILE = re.compile(r"(^|_)(time|times|seconds|elapsed|duration|date|timestamp|host|hostname|"
-                      r"path|paths|dir|directory|file|pid|started|finished|created)($|_)", re.I)
+                      r"pid|started|finished|created)($|_)", re.I)
 
 
 def _run(command: list[str], timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:
@@ -62,6 +67,12 @@ def _sinfo_answers() -> bool:
         return _run(["sinfo", "-h", "-o", "%P"], timeout=30).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
+
+
+@functools.lru_cache(maxsize=1)
+def _slurm_was_up() -> bool:
+    """Whether SLURM answered when the tests began (asked once: a down controller takes ~10 s)."""
+    return _sinfo_answers()
 
 
 def _slurm_logs(lines: int = 40) -> str:
@@ -79,12 +90,12 @@ def _slurm_logs(lines: int = 40) -> str:
     return "\n".join(tails) or "(no SLURM daemon logs readable here)"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # session: set up before the tiny model, so a skip is quick
 def cluster():
     """The partition to submit to and its per-node CPUs and memory; starts the one-node cluster
     of scripts/slurm_one_node.sh when asked to (ATLAS_SLURM_TEST=1) and none answers."""
     started = False
-    if not _sinfo_answers():
+    if not _slurm_was_up():
         if not REQUESTED:
             pytest.skip("no SLURM here (sbatch not on PATH or sinfo does not answer); set "
                         "ATLAS_SLURM_TEST=1 to start a one-node cluster with scripts/slurm_one_node.sh "
@@ -109,9 +120,41 @@ def cluster():
         _run(["bash", str(SCRIPT), "stop"], timeout=300)
 
 
-def _snakemake(work: Path, directory: Path, *args: str) -> tuple[subprocess.CompletedProcess, float]:
+def _cancel_leftover_jobs() -> None:
+    """Cancel the jobs of this test's SLURM runs that are still queued or running."""
+    listing = _run(["squeue", "-h", "-o", "%i %j"]).stdout.split("\n")
+    ids = [line.split()[0] for line in listing if len(line.split()) == 2
+           and line.split()[1].startswith(JOB_PREFIX + "_")]
+    if ids:
+        _run(["scancel", "--full", *ids])
+
+
+@pytest.fixture(scope="module")
+def workflow(tmp_path_factory) -> Path:
+    """A snapshot of the workflow's files (git's view: tracked and untracked-not-ignored), taken
+    once, that both runs execute: other developers may edit the repository while the runs last
+    (most of an hour), and the two runs must run the same code."""
+    snapshot = tmp_path_factory.mktemp("workflow")
+    listed = _run(["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others", "--exclude-standard"])
+    if listed.returncode == 0:
+        files = [f for f in listed.stdout.split("\0") if f]
+    else:  # no git: everything but the usual build and result folders
+        skip = {".git", ".venv", "results", "resources", ".snakemake", "__pycache__", ".pytest_cache"}
+        files = [str(p.relative_to(REPO)) for p in REPO.rglob("*")
+                 if p.is_file() and not skip & set(p.relative_to(REPO).parts)]
+    for name in files:
+        source = REPO / name
+        if source.is_file() and not name.startswith(("tests/", "benchmarks/")):
+            (snapshot / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, snapshot / name)
+    assert (snapshot / "Snakefile").is_file() and (snapshot / PROFILE / "config.yaml").is_file(), \
+        f"the snapshot of {REPO} in {snapshot} lacks the Snakefile or {PROFILE}/config.yaml"
+    return snapshot
+
+
+def _snakemake(workflow: Path, work: Path, directory: Path, *args: str) -> tuple[subprocess.CompletedProcess, float]:
     directory.mkdir(exist_ok=True)
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(workflow / "Snakefile"), "--directory",
                str(directory), "--configfile", str(work / "tiny.yaml"), *args]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     start = time.monotonic()
@@ -159,23 +202,27 @@ def slurm_overrides(profile: dict, cluster: dict) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def runs(study, cluster):  # noqa: F811  (study: the fixture imported above)
+def runs(cluster, workflow, study):  # noqa: F811  (study: the fixture imported above)
     """The tiny study built locally and through SLURM (results, logs, wall times)."""
-    local, local_s = _snakemake(study, study / "local", "--cores", "2")
+    local, local_s = _snakemake(workflow, study, study / "local", "--cores", "2")
     assert local.returncode == 0, "local run failed:\n" + (local.stdout + local.stderr)[-6000:]
-    profile = yaml.safe_load((PROFILE / "config.yaml").read_text())
+    profile = yaml.safe_load((workflow / PROFILE / "config.yaml").read_text())
     assert profile.get("executor") == "slurm", f"{PROFILE}/config.yaml: executor is not slurm"
     sacct_works = shutil.which("sacct") and _run(["sacct", "-n", "-X", "-S", "now"]).returncode == 0
     slurm_args = [
-        "--profile", str(PROFILE),
+        "--profile", str(workflow / PROFILE),
         "--workflow-profile", "none",  # profiles/default would override keys of profiles/slurm
         *slurm_overrides(profile, cluster),
         # Quick status polls for a tiny study, and keep every job's SLURM log as evidence.
         "--slurm-init-seconds-before-status-checks", "2",
         "--slurm-keep-successful-logs",
+        "--slurm-jobname-prefix", JOB_PREFIX,
         *([] if sacct_works else ["--slurm-status-command", "squeue"]),
     ]
-    slurm, slurm_s = _snakemake(study, study / "slurm", *slurm_args)
+    try:
+        slurm, slurm_s = _snakemake(workflow, study, study / "slurm", *slurm_args)
+    finally:  # a failed or timed-out run leaves no jobs behind
+        _cancel_leftover_jobs()
     log = slurm.stdout + slurm.stderr
     assert slurm.returncode == 0, ("SLURM run failed:\n" + log[-8000:] + "\n\n" + _slurm_logs()
                                    + "\n\nsbatch call options: " + " ".join(slurm_args))
@@ -270,33 +317,43 @@ def test_every_job_went_through_sbatch(runs):
     assert re.search(r"(\d+) of \1 steps \(100%\) done", log)
 
 
-def _strip_volatile(value):
+def _normalised(value, root: Path):
+    """``value`` with time/host keys dropped and the run's own directory written as <run>."""
     if isinstance(value, dict):
-        return {k: _strip_volatile(v) for k, v in value.items() if not VOLATILE.search(k)}
-    if isinstance(value, list):
-        return [_strip_volatile(v) for v in value]
+        return {k: _normalised(v, root) for k, v in value.items() if not VOLATILE.search(str(k))}
+    if isinstance(value, (list, tuple)):
+        return [_normalised(v, root) for v in value]
+    if isinstance(value, str):
+        return value.replace(str(root), "<run>")
     return value
 
 
-def _differs(a: Path, b: Path) -> str | None:
-    """Why two output files differ as outputs (None: equal)."""
+def _differs(a: Path, b: Path, root_a: Path, root_b: Path) -> str | None:
+    """Why two output files differ as outputs (None: equal); root_*: the two runs' directories."""
     suffix = a.suffix.lower()
-    if suffix == ".parquet":
+    if suffix == ".parquet":  # data and schema; not the file metadata (writer, row-group layout)
         ta, tb = pq.read_table(a), pq.read_table(b)
         if ta.schema.remove_metadata() != tb.schema.remove_metadata():
             return f"schemas differ:\n{ta.schema}\nvs\n{tb.schema}"
-        return None if ta.equals(tb) else "table data differ"
+        if ta.equals(tb) or _normalised(ta.to_pylist(), root_a) == _normalised(tb.to_pylist(), root_b):
+            return None
+        return "table data differ"
     if suffix in (".csv", ".tsv"):
         sep = "\t" if suffix == ".tsv" else ","
-        fa, fb = pd.read_csv(a, sep=sep), pd.read_csv(b, sep=sep)
-        fa, fb = (f.drop(columns=[c for c in f.columns if VOLATILE.search(str(c))]) for f in (fa, fb))
+        frames = []
+        for path, root in ((a, root_a), (b, root_b)):
+            frame = pd.read_csv(path, sep=sep)
+            frame = frame.drop(columns=[c for c in frame.columns if VOLATILE.search(str(c))])
+            for column in frame.select_dtypes(include=["object", "string"]).columns:
+                frame[column] = frame[column].map(lambda v, r=root: _normalised(v, r))
+            frames.append(frame)
         try:
-            pd.testing.assert_frame_equal(fa, fb, check_exact=True)
+            pd.testing.assert_frame_equal(*frames, check_exact=True)
         except AssertionError as error:
             return str(error)[:2000]
         return None
     if suffix == ".json":
-        ja, jb = (_strip_volatile(json.loads(p.read_text())) for p in (a, b))
+        ja, jb = _normalised(json.loads(a.read_text()), root_a), _normalised(json.loads(b.read_text()), root_b)
         return None if ja == jb else f"JSON differs:\n{ja}\nvs\n{jb}"[:2000]
     data_a, data_b = a.read_bytes(), b.read_bytes()
     if data_a == data_b:
@@ -321,15 +378,17 @@ def test_outputs_equal_a_local_run(runs):
     for rel in sorted(files):
         if rel.parts[0] == "logs" or rel.suffix == ".log":
             continue  # logs record times and paths
-        why = _differs(local / rel, slurm / rel)
+        why = _differs(local / rel, slurm / rel, runs["local"], runs["slurm"])
         compared += 1
         kinds[rel.suffix or rel.name] = kinds.get(rel.suffix or rel.name, 0) + 1
         if why:
             differences[str(rel)] = why
     assert not differences, "outputs differ between the local and the SLURM run:\n" + "\n".join(
         f"{k}: {v}" for k, v in differences.items())
-    shards = sum(1 for rel in files if rel.parts[0] == "attention" and rel.suffix == ".parquet")
-    assert shards > 0, "no attention shards to compare"
+    shards = [rel for rel in files if rel.parts[0] == "attention" and rel.suffix == ".parquet"]
+    assert shards, "no attention shards to compare"
+    identical = sum((local / rel).read_bytes() == (slurm / rel).read_bytes() for rel in shards)
     print(f"\nequality check: {compared} output files equal between the local and the SLURM run "
-          f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}; {shards} attention shards); "
+          f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}); attention shards: "
+          f"{len(shards)} equal as tables, {identical} of them byte for byte; "
           f"{len(files) - compared} log files not compared")

@@ -190,6 +190,7 @@ def test_averages_pool_all_tokens_of_all_examples(tmp_path):
     np.testing.assert_allclose(frame["entropy"], 3 * np.log(3) / 8, rtol=1e-3)
     np.testing.assert_allclose(frame["cls_entropy"], np.log(3) / 2, rtol=1e-3)  # per example: 0 and ln 3
     np.testing.assert_allclose(frame["uniform_entropy"], (5 * LN5 + 3 * np.log(3)) / 8)
+    np.testing.assert_allclose(frame["uniform_cls_entropy"], (LN5 + np.log(3)) / 2)
     assert (frame["prev_low"] <= frame["prev"] + 1e-9).all() and (frame["prev"] <= frame["prev_high"] + 1e-9).all()
     written = pd.read_csv(tmp_path / "part.csv")
     assert list(written.columns[:4]) == ["model", "checkpoint", "layer", "head"]

@@ -229,6 +229,7 @@ def plot_trajectory(lexical: str | Path, classes: str | Path, change: str | Path
             axes[3].plot(group["_x"], group["cosine"], marker="o", markersize=3, color=colour_of.get(task, "k"),
                          label=TASK_NAMES.get(task, task))
     axes[3].set_title("mean cosine to pretrained (all heads)", fontsize=9)
+    axes[3].ticklabel_format(axis="y", useOffset=False)
     for ax in axes:
         ax.set_xlabel("fine-tuning step (0 = pretrained)", fontsize=8)
         ax.tick_params(labelsize=7)

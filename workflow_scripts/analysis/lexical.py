@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from ..errors import AtlasError, ConfigError
 from ..io import atomic_path, write_csv, write_json
 from ..stats import DEFAULT_RESAMPLES, paired_bootstrap_test, ratio_bootstrap_ci
-from .patterns import checkpoint_info, first_examples
+from .patterns import checkpoint_info, first_examples, integer_columns
 
 log = logging.getLogger(__name__)
 
@@ -272,8 +272,8 @@ def lexical_tables(parts: Mapping[tuple[str, str, str], tuple[str | Path, str | 
             frame.insert(0, key, value)
         frame["bootstrap_seed"] = seed
         change_frames.append(frame)
-    layers = pd.concat(layer_frames, ignore_index=True)
-    heads = pd.concat(head_frames, ignore_index=True)
+    layers = integer_columns(pd.concat(layer_frames, ignore_index=True))
+    heads = integer_columns(pd.concat(head_frames, ignore_index=True))
     change = pd.concat(change_frames, ignore_index=True) if change_frames else pd.DataFrame(
         columns=["model", "task", "checkpoint", "layer", "category", "measure", "difference"])
     last = change[change["last_layer"].astype(bool)].reset_index(drop=True) if len(change) else change

@@ -233,8 +233,8 @@ def build_cnn(n_classes: int = len(CLASSES), channels: int = CHANNELS, width: in
     )
 
 
-def train_cnn(images: np.ndarray, targets: np.ndarray, *, epochs: int = 40, seed: int = 0,
-              learning_rate: float = 1e-3, batch_size: int = 32, threads: int = 1):
+def train_cnn(images: np.ndarray, targets: np.ndarray, *, epochs: int = 60, seed: int = 0,
+              learning_rate: float = 3e-3, batch_size: int = 32, threads: int = 1):
     """Train the CNN on (maps, 3, size, size) images and class indices; returns the model in eval mode."""
     import torch
 
@@ -330,7 +330,7 @@ def f1_scores(truth: np.ndarray, predicted: np.ndarray) -> tuple[float, float, d
 def train_pattern_cnn(seeded_path: str | Path, human_path: str | Path | None,
                       dumps: Mapping[tuple[str, str], tuple[str | Path, str | Path]], model_out: str | Path,
                       labels_out: str | Path, metrics_out: str | Path, *, model: str, size: int = 32,
-                      epochs: int = 40, seed: int = 0, learning_rate: float = 1e-3, batch_size: int = 32,
+                      epochs: int = 60, seed: int = 0, learning_rate: float = 3e-3, batch_size: int = 32,
                       holdout: float = 0.25, thresholds: Thresholds | None = None, threads: int = 1) -> pd.DataFrame:
     """Train the CNN on the seeded (and human) labels; write the model, the labels used and the F1 table."""
     seeded = read_labels(seeded_path, model=model)

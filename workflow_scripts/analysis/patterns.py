@@ -302,6 +302,14 @@ def combine_parts(parts: list[str | Path], output: str | Path, sort: list[str],
     if "task" in frame.columns:
         frame["note"] = np.where(frame["task"].isin(list(pretrained_only)),
                                  "pretrained only: the study fine-tunes no model on this task", "")
-    frame = frame.sort_values([c for c in sort if c in frame.columns], kind="stable").reset_index(drop=True)
-    write_csv(frame, output)
+    frame = integer_columns(frame.sort_values([c for c in sort if c in frame.columns], kind="stable"))
+    write_csv(frame.reset_index(drop=True), output)
+    return frame.reset_index(drop=True)
+
+
+def integer_columns(frame: pd.DataFrame, columns: tuple[str, ...] = ("seed", "global_step")) -> pd.DataFrame:
+    """Seeds and steps as integers with blanks (pretrained rows have no seed), not floats."""
+    for column in columns:
+        if column in frame.columns:
+            frame[column] = pd.to_numeric(frame[column], errors="coerce").round().astype("Int64")
     return frame

@@ -146,6 +146,7 @@ class SurfaceAccumulator:
         self.tokens: list[int] = []
         self.has_cls: list[bool] = []
         self.log_tokens = 0.0  # sum over rows of log(T): the entropy of uniform attention
+        self.log_tokens_cls = 0.0  # sum over examples with a first special token of log(T)
 
     def add(self, example_id: int, attention: np.ndarray, roles: TokenRoles) -> None:
         if attention.shape[:2] != (self.num_layers, self.num_heads):
@@ -156,6 +157,7 @@ class SurfaceAccumulator:
         self.tokens.append(roles.n_tokens)
         self.has_cls.append(roles.cls >= 0)
         self.log_tokens += roles.n_tokens * float(np.log(max(roles.n_tokens, 1)))
+        self.log_tokens_cls += float(np.log(max(roles.n_tokens, 1))) if roles.cls >= 0 else 0.0
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -185,6 +187,7 @@ class SurfaceAccumulator:
         frame["n_tokens"] = int(tokens.sum())
         frame["n_examples"] = len(tokens)
         frame["uniform_entropy"] = self.log_tokens / tokens.sum()
+        frame["uniform_cls_entropy"] = self.log_tokens_cls / has_cls.sum() if has_cls.sum() else np.nan
         for name, values in intervals.items():
             frame[name] = values
         frame["bootstrap_resamples"] = resamples

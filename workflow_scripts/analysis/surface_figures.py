@@ -36,7 +36,7 @@ def _pairs(frame: pd.DataFrame) -> list[tuple[str, str]]:
 
 
 def _layer_panels(frame: pd.DataFrame, columns: dict[str, str], png: str | Path, pdf: str | Path | None,
-                  ylabel: str, share: bool = True, reference: str | None = None) -> None:
+                  ylabel: str, share: bool = True, references: dict[str, str] | None = None) -> None:
     """Every head as a dot per layer (jittered), the layer mean as a line; panels: statistics x checkpoints."""
     import matplotlib.pyplot as plt
 
@@ -53,6 +53,7 @@ def _layer_panels(frame: pd.DataFrame, columns: dict[str, str], png: str | Path,
             axis.scatter(layers + rng.uniform(-0.2, 0.2, len(layers)), values, s=10, alpha=0.6, color="tab:blue")
             means = part.groupby("layer")[column].mean()
             axis.plot(means.index + 1, means.to_numpy(), color="black", linewidth=1.5, label="layer mean")
+            reference = (references or {}).get(column)
             if reference is not None and reference in part.columns:
                 axis.axhline(float(part[reference].iloc[0]), color="tab:red", linestyle="--", linewidth=1,
                              label="uniform attention")
@@ -87,7 +88,7 @@ def plot_entropy(surface_csv: str | Path, png: str | Path, pdf: str | Path | Non
     """Per layer, each head's mean attention entropy, and that of the first special token's row ([C] §3.3)."""
     frame = _read(surface_csv, ["model", "checkpoint", "layer", "head", "entropy", "cls_entropy"])
     _layer_panels(frame, {"all tokens": "entropy", "first special token ([CLS]) only": "cls_entropy"}, png, pdf,
-                  "entropy (nats)", reference="uniform_entropy")
+                  "entropy (nats)", references={"entropy": "uniform_entropy", "cls_entropy": "uniform_cls_entropy"})
 
 
 def plot_sep_gradient(gradient_csv: str | Path, png: str | Path, pdf: str | Path | None = None) -> None:
@@ -142,7 +143,10 @@ def plot_head_clusters(clusters_csv: str | Path, png: str | Path, pdf: str | Pat
                              label=f"{behaviour} ({len(points)})", edgecolors="white", linewidths=0.5)
         for x, y, layer in zip(part["x"], part["y"], part["layer"]):
             axis.annotate(str(layer + 1), (x, y), fontsize=5, ha="center", va="center")
-        axis.set_title(f"{model} / {checkpoint}", fontsize=8)
+        title = f"{model} / {checkpoint}"
+        if "mean_js_to_others" in part.columns:
+            title += f"\nmean JS divergence between heads {part['mean_js_to_others'].mean():.3f} nats"
+        axis.set_title(title, fontsize=8)
         axis.set_xticks([])
         axis.set_yticks([])
         axis.legend(fontsize=6, loc="best", title="behaviour", title_fontsize=6)

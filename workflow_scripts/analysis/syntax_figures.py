@@ -52,8 +52,8 @@ def dependency_heatmaps(heads_csv: str | Path, best_csv: str | Path, png: str | 
     shown = [r for r in relations if r in set(heads["relation"])]
     columns = min(4, max(len(shown), 1))
     rows = math.ceil(len(shown) / columns) if shown else 1
-    figure, axes = plt.subplots(rows, columns, figsize=(3.6 * columns, 0.32 * layers * rows + 1.4 * rows),
-                                squeeze=False)
+    figure, axes = plt.subplots(rows, columns, figsize=(3.6 * columns, (0.3 * layers + 1.6) * rows + 0.6),
+                                squeeze=False, constrained_layout=True)
     image = None
     for ax, relation in zip(axes.flat, shown):
         choice = _best(best, model, checkpoint, relation, select_split, score_split)
@@ -131,7 +131,8 @@ def best_head_maps(dump_dir: str | Path, token_table: str | Path, annotation: st
     columns = min(4, len(panels))
     rows = math.ceil(len(panels) / columns)
     size = len(labels)
-    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 4.4 * rows), squeeze=False)
+    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 4.6 * rows), squeeze=False,
+                                constrained_layout=True)
     unit_of_word = {int(w): u for u, w in enumerate(maps.unit_word) if w >= 0}
     for ax, (relation, choice) in zip(axes.flat, panels):
         layer, head = int(choice["layer"]), int(choice["head"])
