@@ -173,6 +173,10 @@ def extract_attention(checkpoint_manifest: str | Path, token_table: str | Path, 
                     record = pa.record_batch([pa.array(example_ids[batch], pa.int64()),
                                               pa.array(lengths[batch], pa.int32()),
                                               pa.array(blobs, pa.large_binary())], schema=schema)
+                    # At most two batches wait for the writer, so memory stays flat however many
+                    # examples a shard holds, even when writing is slower than the model.
+                    while len(pending) >= 2:
+                        pending.pop(0).result()
                     pending.append(writer_thread.submit(writer.write_batch, record))
                     done += len(batch)
                 for future in pending:
