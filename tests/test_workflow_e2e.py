@@ -153,8 +153,12 @@ def test_second_run_does_nothing(built):
     assert "Nothing to be done" in result.stdout + result.stderr
 
 
-def test_touching_one_source_reruns_only_its_table_and_dependents(built):
+def test_editing_one_source_reruns_only_its_table_and_dependents(built):
+    # An edit, not a bare touch: Snakemake 9 keeps checksums of small inputs and rightly
+    # rebuilds nothing when a touched file's content is unchanged.
     source = built / "mirror" / "glove" / "glove.6B.50d.first50000.txt"
+    with open(source, "a") as handle:
+        handle.write("cat " + " ".join(["0.5"] * 50) + "\n")
     later = time.time() + 5
     os.utime(source, (later, later))
     result = snakemake(built, "--dry-run")
@@ -188,7 +192,9 @@ def test_adding_a_task_adds_exactly_that_tasks_branch(built):
     outputs = _dry_run_with(built, config)
     assert "results/data/rte/train.parquet" in outputs and "results/data/rte/dev.parquet" in outputs
     assert any("rte.seed" in o for o in outputs), "the new task must be fine-tuned"
-    stray = {o for o in outputs if "rte" not in o and not o.startswith(STUDY_WIDE)}
+    # The pattern classifier is trained on maps of every task, so it is study-wide too.
+    pooled = "results/analysis/finetune_effects/tiny/pattern_"
+    stray = {o for o in outputs if "rte" not in o and not o.startswith((*STUDY_WIDE, pooled))}
     assert not stray, f"outputs outside the rte branch would be rebuilt: {sorted(stray)}"
 
 
