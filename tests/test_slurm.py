@@ -12,8 +12,9 @@ files (others may edit the repository meanwhile), once locally (--cores 2) and o
     knows each id, under this run's job name, as COMPLETED;
   * the outputs are equal: the same files; Parquet tables (attention shards included) equal as
     data; CSV tables and JSON equal once time/host columns or keys are dropped and the run's own
-    directory is written alike; PNG pixels and PDF content equal; every other file equal byte
-    for byte (logs aside, which record times and paths).
+    directory is written alike; PNG pixels, PDF content (creation date aside) and zip archives'
+    members (torch.save names the archive's folder after the temporary file) equal; every other
+    file equal byte for byte (logs aside, which record times and paths).
 The profile is used as it is, except where this machine lacks what it asks for: the partition
 (that of the cluster here), accounts, GPUs (the tiny study runs on the CPU) and memory beyond
 half a node's. Those overrides are derived from the profile, not from a list of rule names.
@@ -30,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -328,6 +330,16 @@ def _normalised(value, root: Path):
     return value
 
 
+def _zip_members(path: Path) -> dict[str, bytes]:
+    """A zip archive's members by name, without the one top folder all of them share (if any)."""
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist() if not name.endswith("/")}
+    tops = {name.split("/", 1)[0] for name in members}
+    if len(tops) == 1 and all("/" in name for name in members):
+        members = {name.split("/", 1)[1]: data for name, data in members.items()}
+    return members
+
+
 def _differs(a: Path, b: Path, root_a: Path, root_b: Path) -> str | None:
     """Why two output files differ as outputs (None: equal); root_*: the two runs' directories."""
     suffix = a.suffix.lower()
@@ -362,6 +374,12 @@ def _differs(a: Path, b: Path, root_a: Path, root_b: Path) -> str | None:
         import matplotlib.image as mpimg
         pa, pb = mpimg.imread(a), mpimg.imread(b)
         return None if pa.shape == pb.shape and np.array_equal(pa, pb) else "PNG pixels differ"
+    if zipfile.is_zipfile(a) and zipfile.is_zipfile(b):  # torch.save: the archive's folder is
+        members_a, members_b = _zip_members(a), _zip_members(b)  # named after the (temp) file
+        if members_a == members_b:
+            return None
+        changed = sorted(n for n in members_a.keys() | members_b.keys() if members_a.get(n) != members_b.get(n))
+        return f"archive members differ: {changed[:10]}"
     if suffix == ".pdf":  # matplotlib writes the creation date into the file
         date = re.compile(rb"/(CreationDate|ModDate) \(D:[^)]*\)")
         return None if date.sub(b"", data_a) == date.sub(b"", data_b) else "PDF content differs"
