@@ -247,7 +247,7 @@ def test_offline_with_a_mirror_missing_a_corpus(config, tmp_path):
     config["study"].update(tasks=["cola"], treebanks=["ewt"], wiki=False, glove=True)
     message = semantic_error(with_defaults(config))
     assert f"corpus 'ewt' is selected but 'offline' is true and the mirror {mirror} does not hold it" in message
-    assert f"corpus 'glove' is selected" in message
+    assert "corpus 'glove' is selected" in message
     assert "corpus 'cola'" not in message
     assert "config key 'mirror'" in message
 
