@@ -157,12 +157,18 @@ def test_editing_one_source_reruns_only_its_table_and_dependents(built):
     # An edit, not a bare touch: Snakemake 9 keeps checksums of small inputs and rightly
     # rebuilds nothing when a touched file's content is unchanged.
     source = built / "mirror" / "glove" / "glove.6B.50d.first50000.txt"
-    with open(source, "a") as handle:
-        handle.write("cat " + " ".join(["0.5"] * 50) + "\n")
-    later = time.time() + 5
-    os.utime(source, (later, later))
-    result = snakemake(built, "--dry-run")
+    original = source.read_text()
+    try:
+        source.write_text(original + "cat " + " ".join(["0.5"] * 50) + "\n")
+        later = time.time() + 5
+        os.utime(source, (later, later))
+        result = snakemake(built, "--dry-run")
+    finally:
+        # Later tests dry-run other changes against this study; it must be up to date again.
+        source.write_text(original)
     assert result.returncode == 0, result.stderr[-3000:]
+    restored = snakemake(built, "--dry-run")
+    assert "Nothing to be done" in restored.stdout + restored.stderr, "restoring the content must restore the state"
     outputs = planned_outputs(result)
     data_tables = {o for o in outputs if o.startswith("results/data/")}
     assert data_tables == {"results/data/glove/vectors.parquet"}, outputs
