@@ -21,6 +21,7 @@ include: "rules/attention.smk"
 include: "rules/surface.smk"
 include: "rules/syntax.smk"
 include: "rules/finetune_effects.smk"
+include: "rules/report.smk"
 
 
 rule all:

@@ -83,4 +83,6 @@ def study_outputs():
         *syntax_outputs(),
         # Fine-tuning effects of [K] and [L] (rules/finetune_effects.smk): tables and figures.
         *finetune_effects_outputs(),
+        # The comparison with the papers and one summary page per model (rules/report.smk).
+        *report_outputs(),
     ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -212,3 +213,38 @@ def test_changing_a_models_max_length_reruns_its_extraction_and_downstream_only(
     assert any(o.startswith("results/attention/tiny/") for o in outputs)
     upstream = {o for o in outputs if o.startswith(("results/data/", "results/annotation/", "results/models/"))}
     assert not upstream, f"data, annotation and model cards do not depend on max_length: {sorted(upstream)}"
+
+
+def test_changing_an_analysis_threshold_reruns_only_that_analysis_its_figures_and_the_report(built):
+    config = _config(built)
+    config.setdefault("surface", {})["behaviour_threshold"] = 0.4
+    outputs = _dry_run_with(built, config)
+    assert "results/tables/head_clusters.csv" in outputs and "results/figures/surface/head_clusters.png" in outputs
+    report_parts = ("results/figures/summary/", "results/tables/paper_comparison.csv")
+    stray = {o for o in outputs if not ("head_clusters" in o or "head_distances" in o or o.startswith(report_parts))}
+    assert not stray, f"the behaviour threshold only feeds the clustering: {sorted(stray)}"
+
+
+def test_a_job_killed_mid_run_leaves_nothing_a_rerun_trusts(built):
+    # Runs last: it ends by bringing the study up to date again.
+    dump = built / "results" / "attention" / "tiny" / "pretrained" / "wiki" / "segments"
+    log = built / "results" / "logs" / "attention" / "tiny_pretrained_wiki_segments.log"
+    log.unlink()
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(built),
+               "--configfile", str(built / "tiny.yaml"), "--cores", "1", "--forcerun", "extract_attention",
+               str(dump / "manifest.json")]
+    job = subprocess.Popen(command, cwd=built, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True)
+    deadline = time.time() + 300
+    while not log.exists() and job.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait()
+    assert log.exists(), "the extraction job never started"
+    assert not (dump / "manifest.json").exists(), "a killed extraction must not leave the manifest a reader trusts"
+    planned = planned_outputs(snakemake(built, "--dry-run", "--rerun-incomplete"))
+    assert "results/attention/tiny/pretrained/wiki/segments/manifest.json" in planned
+    rerun = snakemake(built, "--rerun-incomplete")
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    final = snakemake(built, "--dry-run")
+    assert "Nothing to be done" in final.stdout + final.stderr

@@ -1,0 +1,1032 @@
+"""The report stage: the study's numbers beside the published ones, and one summary page per model.
+
+Two plain functions, with no Snakemake inside (rules/report.smk calls them through
+``workflow_scripts.entrypoints.report``):
+
+- :func:`paper_comparison` reads ``report/paper_values.csv`` (one row per published number of [C],
+  [K] or [L]: paper, analysis, item, value, unit, note, source) and the study's own tables, and writes
+  one row per (model, checkpoint where relevant, task where relevant, paper item): the paper's value,
+  the study's value in the paper's unit, what it rests on (best head, counts, 95% interval, the
+  random-init control) and its ``status``. An item the study cannot compute (a relation it does not
+  score, a task it does not fine-tune, a table its config does not produce, a model too shallow for
+  the layers the item names) gets an empty ``study_value`` and the ``reason``; no number is made up.
+- :func:`summary_figure` draws one A4 page per model from the same tables: attention to special tokens
+  per layer, dependency heads, probes, coreference, fine-tuning scores and the last-layer lexical
+  change, each beside the paper's values where there are any. A panel whose table the study does not
+  produce says so ("not in this study") instead of disappearing.
+
+Which study rows stand for a paper number (METHODS 7-9):
+
+- [C] Table 1 (dependency heads): ``dependency_best.csv`` under [C]'s protocol (heads selected and
+  scored on ``syntax.score_split``), direction ``either`` (the better direction, as [C] reported;
+  ``all`` is dependent -> head only). Items name UD relations, or [C]'s Stanford labels that
+  ``dependency.PAPER_LABELS`` maps to UD (pobj -> case, prep -> obl, both with the direction reversed).
+- [C] Table 2 (coreference): ``coref_best.csv``, head selected and scored on all GUM windows.
+- [C] Table 3 (probes): ``probes.csv``; ``random-init ...`` items read the random checkpoint,
+  right-branching and distances+GloVe the checkpoint-free baselines (checkpoint ``none``).
+- [C] section 3 (surface): counts of heads over a threshold, and the mean attention of the heads of a
+  layer range (1-based), from ``surface_heads.csv``.
+- [K] section 4.1: the CNN's macro-F1 (``pattern_classifier.csv``; on human-labelled held-out maps when
+  there are any) and the share of a class per task at the final fine-tuned checkpoints
+  (``pattern_classes.csv``).
+- [L]: the top layers per lexical category (``lexical_top_layers.csv``) of the pretrained and final
+  checkpoints, and the last-layer change of content and function shares per [L] task
+  (``lexical_last_layer.csv``, argmax measure).
+
+Items about the pretrained model are compared for every checkpoint of a table except the random-init
+control (whose value goes into ``study_detail``) and the checkpoint-free baselines.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..checkpoints import parse_checkpoint_name
+from ..errors import AtlasError, InputFormatError
+from ..figures import head_label, save_figure
+from ..io import write_csv
+from .dependency import PAPER_LABELS
+from .finetune_figures import TASK_NAMES
+
+log = logging.getLogger(__name__)
+
+PAPERS = {"C": "Clark et al. 2019", "K": "Kovaleva et al. 2019", "L": "Jang et al. 2024"}
+PAPER_COLUMNS = ("paper", "analysis", "item", "value", "unit", "note", "source")
+# Every study table the report reads; each may be absent from a study (then: None, and a reason).
+TABLES = ("models", "surface_heads", "dependency_best", "coref_best", "probes", "finetune_metrics",
+          "pattern_classes", "pattern_classifier", "lexical_top_layers", "lexical_last_layer")
+COLUMNS = ["paper", "analysis", "item", "paper_value", "unit", "model", "checkpoint", "task", "study_value",
+           "difference", "study_detail", "status", "reason", "paper_note", "source"]
+COMPARED, NOT_COMPUTED = "compared", "not computed"
+CONTROL, NO_CHECKPOINT = "random", "none"
+EITHER, DEP_TO_HEAD = "either", "dependent_to_head"
+MENTION_TYPES = ("all", "pronoun", "proper", "nominal")
+COREF_METHODS = {"head word match": "head_word_match", "nearest mention": "nearest_mention", "head": "head"}
+PROBE_NAMES = {"right-branching": "right_branching", "distances+glove": "distance_glove", "attn": "attn",
+               "attn+glove": "attn_glove"}
+GLOVE_PROBES = ("attn_glove", "distance_glove")
+BASELINE_PROBES = ("right_branching", "distance_glove")
+
+
+@dataclass(frozen=True)
+class StudyContext:
+    """What the study's config selects, so that a missing number can say why it is missing."""
+
+    models: tuple[str, ...]
+    relations: tuple[str, ...] = ()            # syntax.relations
+    select_split: str = "train"                # syntax.select_split
+    score_split: str = "dev"                   # syntax.score_split ([C]'s protocol: select and score on it)
+    tasks: tuple[str, ...] = ()                # study.tasks
+    finetuned_tasks: tuple[str, ...] = ()      # the tasks the study fine-tunes (a train split)
+    analysed_tasks: tuple[str, ...] = ()       # the tasks whose dev inputs finetune_effects analyses
+    predictions: Mapping[str, Sequence[str]] = field(default_factory=dict)  # [L]'s task groups
+    glove: bool = True                         # study.glove
+    annotator: str = ""                        # annotation.annotator (text without gold annotation)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> StudyContext:
+        tuples = ("models", "relations", "tasks", "finetuned_tasks", "analysed_tasks")
+        known = {k: (tuple(v) if k in tuples else v) for k, v in values.items() if k in cls.__dataclass_fields__}
+        if "predictions" in known:
+            known["predictions"] = {g: list(t) for g, t in dict(known["predictions"]).items()}
+        return cls(**known)
+
+
+@dataclass(frozen=True)
+class PaperItem:
+    """One row of report/paper_values.csv."""
+
+    paper: str
+    analysis: str
+    item: str
+    value: str
+    unit: str
+    note: str
+    source: str
+
+    @property
+    def number(self) -> float | None:
+        return as_number(self.value)
+
+    @property
+    def scale(self) -> float:
+        """Study tables hold fractions; a unit in % (accuracy %, UAS) prints them as percentages."""
+        unit = self.unit.strip().lower()
+        return 100.0 if "%" in unit or unit in ("uas", "uuas") else 1.0
+
+
+def as_number(text: Any) -> float | None:
+    """The value as a float, or None for a range, a list or words ("32-61", "1, 10, 11, 12")."""
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def read_paper_values(path: str | Path) -> list[PaperItem]:
+    """The published numbers, checked: every column present, a known paper, an analysis, item and value."""
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise InputFormatError(path, None, f"unreadable paper values ({exc})",
+                               f"it must be a CSV with columns {', '.join(PAPER_COLUMNS)}") from exc
+    missing = [c for c in PAPER_COLUMNS if c not in frame.columns]
+    if missing:
+        raise InputFormatError(path, None, f"columns {missing} are missing",
+                               f"it needs {', '.join(PAPER_COLUMNS)}; see docs/report.md")
+    items = []
+    for row, values in enumerate(frame[list(PAPER_COLUMNS)].itertuples(index=False), start=2):
+        item = PaperItem(*(str(v).strip() for v in values))
+        if item.paper not in PAPERS:
+            raise InputFormatError(path, row, f"paper {item.paper!r} is not one of {', '.join(PAPERS)}",
+                                   "C = Clark et al. 2019, K = Kovaleva et al. 2019, L = Jang et al. 2024")
+        for name in ("analysis", "item", "value"):
+            if not getattr(item, name):
+                raise InputFormatError(path, row, f"the {name} is empty", "every row needs analysis, item and value")
+        items.append(item)
+    return items
+
+
+class StudyTables:
+    """The study tables by name, read once; a table the study does not produce is None, with its reason."""
+
+    def __init__(self, paths: Mapping[str, str | Path | None], absent: Mapping[str, str] | None = None) -> None:
+        self.paths = {name: path for name, path in paths.items() if path}
+        self.absent = dict(absent or {})
+        self._frames: dict[str, pd.DataFrame] = {}
+
+    def get(self, name: str) -> pd.DataFrame | None:
+        if name not in self.paths:
+            return None
+        if name not in self._frames:
+            path = self.paths[name]
+            try:
+                self._frames[name] = pd.read_csv(path, keep_default_na=False, na_values=[""])
+            except pd.errors.EmptyDataError:
+                self._frames[name] = pd.DataFrame()
+            except (OSError, pd.errors.ParserError) as exc:
+                raise AtlasError(f"{path}: unreadable table ({exc}); rerun snakemake to rebuild it") from exc
+        return self._frames[name]
+
+    def why_absent(self, name: str) -> str:
+        return self.absent.get(name) or f"the study does not produce {name}.csv"
+
+    def model_rows(self, name: str, model: str) -> tuple[pd.DataFrame | None, str]:
+        """The rows of ``model`` in table ``name``, or None and the reason there are none."""
+        frame = self.get(name)
+        if frame is None:
+            return None, self.why_absent(name)
+        if frame.empty or "model" not in frame.columns:
+            return None, f"{name}.csv has no rows"
+        rows = frame[frame["model"].astype(str) == model]
+        if rows.empty:
+            return None, f"{name}.csv has no rows for model {model}"
+        return rows, ""
+
+
+# --- helpers -------------------------------------------------------------------------------------------
+
+
+def _checkpoint_order(name: str) -> tuple:
+    try:
+        info = parse_checkpoint_name(name)
+    except AtlasError:
+        return (3, name, 0, 0)
+    if info["kind"] != "finetuned":
+        return ({"pretrained": 0, CONTROL: 2}[info["kind"]], "", 0, 0)
+    step = info["step"]
+    return (1, info["task"], info["seed"], math.inf if step == "final" else step)
+
+
+def _compared_checkpoints(rows: pd.DataFrame) -> list[str]:
+    """Checkpoints compared with a pretrained-model item: all but the random-init control and 'none'."""
+    names = {str(c) for c in rows["checkpoint"]} - {CONTROL, NO_CHECKPOINT}
+    return sorted(names, key=_checkpoint_order)
+
+
+def _task_order(tasks: Any) -> list[str]:
+    """Tasks in the GLUE order of TASK_NAMES, unknown ones last."""
+    known = list(TASK_NAMES)
+    return sorted({str(t) for t in tasks}, key=lambda t: (known.index(t) if t in known else len(known), t))
+
+
+def _value(found: pd.DataFrame, column: str, scale: float = 100.0) -> float:
+    """``scale`` x the first row's ``column``, NaN when there is no row or no number."""
+    if found.empty or not _finite(found[column].iloc[0]):
+        return np.nan
+    return scale * float(found[column].iloc[0])
+
+
+def _is_final(checkpoint: str) -> bool:
+    try:
+        return parse_checkpoint_name(checkpoint)["step"] == "final"
+    except AtlasError:
+        return False
+
+
+def _finite(value: Any) -> bool:
+    try:
+        return value is not None and math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _pct(value: Any, digits: int = 1) -> str:
+    return f"{100 * float(value):.{digits}f}" if _finite(value) else "n/a"
+
+
+def _ci(row: Mapping[str, Any], low: str = "ci_low", high: str = "ci_high") -> str:
+    if _finite(row.get(low)) and _finite(row.get(high)):
+        return f"95% CI {_pct(row[low])}-{_pct(row[high])}"
+    return ""
+
+
+def _int(value: Any) -> str:
+    return str(int(float(value))) if _finite(value) else "n/a"
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def _found(item: PaperItem, value: Any, detail: str, *, checkpoint: str = "", task: str = "",
+           fraction: bool = True) -> dict[str, Any]:
+    """A compared row: ``value`` is a fraction (scaled to the paper's unit) unless ``fraction`` is False."""
+    if isinstance(value, str):
+        study = value
+    elif fraction:
+        study = round(float(value) * item.scale, 2 if item.scale == 100 else 4)
+    else:
+        study = value
+    return {"checkpoint": checkpoint, "task": task, "study_value": study, "study_detail": detail,
+            "status": COMPARED, "reason": ""}
+
+
+def _missing(reason: str, *, checkpoint: str = "", task: str = "", detail: str = "") -> dict[str, Any]:
+    return {"checkpoint": checkpoint, "task": task, "study_value": "", "study_detail": detail,
+            "status": NOT_COMPUTED, "reason": reason}
+
+
+def _model_shape(tables: StudyTables, model: str) -> tuple[int | None, int | None]:
+    """(layers, heads) of ``model`` from models.csv (one row per model card, keyed by ``name``)."""
+    frame = tables.get("models")
+    if frame is None or "name" not in frame.columns:
+        return None, None
+    rows = frame[frame["name"].astype(str) == model]
+    if rows.empty:
+        return None, None
+    row = rows.iloc[0]
+    layers = int(row["num_layers"]) if _finite(row.get("num_layers")) else None
+    heads = int(row["num_heads"]) if _finite(row.get("num_heads")) else None
+    return layers, heads
+
+
+# --- [C] dependency heads ------------------------------------------------------------------------------
+
+
+def relation_of(item: str) -> tuple[str | None, bool]:
+    """The UD relation that stands for a [C] Table 1 item, and whether it is [C]'s label with the
+    direction reversed. Items name UD relations (``obj``, ``aux:pass``) or [C]'s Stanford labels
+    (``dobj``, ``pobj (...)``), mapped by ``dependency.PAPER_LABELS``."""
+    text = item.strip()
+    if text in PAPER_LABELS:
+        return text, "reversed" in PAPER_LABELS[text]
+    first = text.split(" ", 1)[0].lower()
+    if first in PAPER_LABELS:
+        return first, "reversed" in PAPER_LABELS[first]
+    stanford = {label.split(" ", 1)[0].lower(): ud for ud, label in PAPER_LABELS.items()}
+    if first in stanford:
+        ud = stanford[first]
+        return ud, "reversed" in PAPER_LABELS[ud]
+    return None, False
+
+
+def _dependency_rows(rows: pd.DataFrame, relation: str, select_split: str, score_split: str) -> pd.DataFrame:
+    direction = DEP_TO_HEAD if relation == "all" else EITHER
+    return rows[(rows["relation"].astype(str) == relation) & (rows["direction"].astype(str) == direction)
+                & (rows["select_split"].astype(str) == select_split) & (rows["score_split"].astype(str) == score_split)]
+
+
+def _dependency(item: PaperItem, model: str, tables: StudyTables, ctx: StudyContext) -> list[dict[str, Any]]:
+    relation, reversed_ = relation_of(item.item)
+    if relation is None:
+        return [_missing(f"no UD relation of the study stands for {item.item!r} (dependency.PAPER_LABELS)")]
+    label = f"UD {relation}" + (f" ({PAPER_LABELS[relation]})" if reversed_ else "")
+    if ctx.relations and relation not in ctx.relations:
+        return [_missing(f"{label} is not in syntax.relations ({', '.join(ctx.relations)})")]
+    rows, why = tables.model_rows("dependency_best", model)
+    if rows is None:
+        return [_missing(why)]
+    paper_protocol = _dependency_rows(rows, relation, ctx.score_split, ctx.score_split)
+    if paper_protocol.empty:
+        return [_missing(f"dependency_best.csv has no row for {label} selected and scored on {ctx.score_split}")]
+    held_out = _dependency_rows(rows, relation, ctx.select_split, ctx.score_split)
+    out = []
+    for checkpoint in _compared_checkpoints(paper_protocol):
+        row = paper_protocol[paper_protocol["checkpoint"].astype(str) == checkpoint].iloc[0].to_dict()
+        if not _finite(row.get("accuracy")) or not _finite(row.get("n")) or float(row["n"]) == 0:
+            out.append(_missing(f"no arc of {label} in EWT {ctx.score_split}", checkpoint=checkpoint))
+            continue
+        other = held_out[held_out["checkpoint"].astype(str) == checkpoint]
+        held = ""
+        if ctx.select_split != ctx.score_split and not other.empty:
+            h = other.iloc[0]
+            held = f"held out (selected on {ctx.select_split}): {_pct(h['accuracy'])}, head {h['head_label']}"
+        offset = row.get("baseline_offset")
+        baseline = (f"offset baseline {_pct(row.get('baseline_accuracy'))} (offset {int(float(offset)):+d})"
+                    if _finite(offset) else "")
+        control = (f"random-init control {_pct(row.get('control_accuracy'))} (head {row.get('control_head_label')})"
+                   if _finite(row.get("control_accuracy")) else "")
+        detail = _join(f"{label}, best head {row['head_label']} ({row.get('head_direction', '')}) selected and scored "
+                       f"on EWT {ctx.score_split}", f"n={_int(row['n'])} arcs", _ci(row), baseline, held, control)
+        out.append(_found(item, row["accuracy"], detail, checkpoint=checkpoint))
+    return out or [_missing("dependency_best.csv has only the random-init control for this model")]
+
+
+# --- [C] coreference -----------------------------------------------------------------------------------
+
+
+def coref_key(item: str) -> tuple[str | None, str | None]:
+    """(method, mention type) of a [C] Table 2 item: 'head 5-4 all', 'nearest mention all', ..."""
+    words = item.strip().lower().split()
+    if not words or words[-1] not in MENTION_TYPES:
+        return None, None
+    text = " ".join(words[:-1])
+    for prefix, method in COREF_METHODS.items():
+        if text == prefix or text.startswith(prefix + " "):
+            return method, words[-1]
+    return None, None
+
+
+def _coreference(item: PaperItem, model: str, tables: StudyTables, ctx: StudyContext) -> list[dict[str, Any]]:
+    method, mention = coref_key(item.item)
+    if method is None:
+        return [_missing(f"item {item.item!r} names no coreference method (head, nearest mention, head word match) "
+                         f"and mention type ({', '.join(MENTION_TYPES)})")]
+    rows, why = tables.model_rows("coref_best", model)
+    if rows is None:
+        return [_missing(why)]
+    chosen = rows[(rows["method"].astype(str) == method) & (rows["mention_type"].astype(str) == mention)]
+    same = chosen[(chosen["select_documents"].astype(str) == "all") & (chosen["score_documents"].astype(str) == "all")]
+    if same.empty:
+        return [_missing(f"coref_best.csv has no {method} row for {mention} mentions")]
+    if method != "head":  # baselines do not depend on the checkpoint
+        row = same.iloc[0].to_dict()
+        if not _finite(row.get("accuracy")):
+            return [_missing(f"no {mention} mention with an antecedent in the GUM windows", checkpoint=NO_CHECKPOINT)]
+        detail = _join(f"{method.replace('_', ' ')} on GUM windows", f"n={_int(row['n'])} mentions", _ci(row))
+        return [_found(item, row["accuracy"], detail, checkpoint=NO_CHECKPOINT)]
+    out = []
+    for checkpoint in _compared_checkpoints(same):
+        row = same[same["checkpoint"].astype(str) == checkpoint].iloc[0].to_dict()
+        if not _finite(row.get("accuracy")):
+            out.append(_missing(f"no {mention} mention with an antecedent in the GUM windows", checkpoint=checkpoint))
+            continue
+        halves = chosen[(chosen["checkpoint"].astype(str) == checkpoint)
+                        & (chosen["select_documents"].astype(str) != "all")]
+        held = ", ".join(f"{_pct(h['accuracy'])} ({h['select_documents']}->{h['score_documents']}, "
+                         f"head {h['head_label']})" for _, h in halves.iterrows() if _finite(h["accuracy"]))
+        control = (f"random-init control {_pct(row.get('control_accuracy'))} (head {row.get('control_head_label')})"
+                   if _finite(row.get("control_accuracy")) else "")
+        detail = _join(f"best head {row['head_label']} selected and scored on all GUM windows",
+                       f"n={_int(row['n'])} mentions", _ci(row), f"held out: {held}" if held else "", control)
+        out.append(_found(item, row["accuracy"], detail, checkpoint=checkpoint))
+    return out or [_missing("coref_best.csv has only the random-init control for this model")]
+
+
+# --- [C] probes ----------------------------------------------------------------------------------------
+
+
+def probe_key(item: str) -> tuple[str | None, str | None]:
+    """(checkpoint, probe) of a [C] Table 3 item; checkpoint None: every compared checkpoint."""
+    text = item.strip().lower()
+    checkpoint = None
+    if text.startswith("random-init "):
+        checkpoint, text = CONTROL, text[len("random-init "):].strip()
+    probe = PROBE_NAMES.get(text)
+    if probe in BASELINE_PROBES:
+        checkpoint = NO_CHECKPOINT
+    return checkpoint, probe
+
+
+def _probes(item: PaperItem, model: str, tables: StudyTables, ctx: StudyContext) -> list[dict[str, Any]]:
+    checkpoint, probe = probe_key(item.item)
+    if probe is None:
+        return [_missing(f"no probe of the study stands for {item.item!r} ({', '.join(PROBE_NAMES)})")]
+    if probe in GLOVE_PROBES and not ctx.glove:
+        return [_missing("the study builds no GloVe vectors (study.glove: false)", checkpoint=checkpoint or "")]
+    rows, why = tables.model_rows("probes", model)
+    if rows is None:
+        return [_missing(why, checkpoint=checkpoint or "")]
+    rows = rows[rows["probe"].astype(str) == probe]
+    if checkpoint is None:
+        names = _compared_checkpoints(rows) if not rows.empty else []
+    else:
+        names = [checkpoint]
+    if not names or rows.empty:
+        return [_missing(f"probes.csv has no {probe} probe for model {model}", checkpoint=checkpoint or "")]
+    out = []
+    for name in names:
+        found = rows[rows["checkpoint"].astype(str) == name]
+        if found.empty:
+            why = ("the study dumps no random-init checkpoint (attention.checkpoints)" if name == CONTROL
+                   else f"probes.csv has no {probe} probe for checkpoint {name}")
+            out.append(_missing(why, checkpoint=name))
+            continue
+        row = found.iloc[0].to_dict()
+        training = (f"trained on {_int(row.get('train_sentences'))} EWT {ctx.select_split} sentences, "
+                    f"{_int(row.get('epochs'))} epochs" if _finite(row.get("epochs")) else "")
+        control = f"random-init control {_pct(row.get('control_uas'))}" if _finite(row.get("control_uas")) else ""
+        detail = _join(f"{probe} {row.get('metric', 'uas')} on EWT {ctx.score_split}",
+                       f"n={_int(row['n'])} words of {_int(row.get('sentences'))} sentences", _ci(row), training,
+                       control)
+        out.append(_found(item, row["uas"], detail, checkpoint=name))
+    return out
+
+
+# --- [C] surface ---------------------------------------------------------------------------------------
+
+SURFACE_THRESHOLD = re.compile(r"heads\s*>\s*(?P<pct>[\d.]+)\s*%\s*on\s+(?P<target>previous|next)\s+token",
+                               re.IGNORECASE)
+SURFACE_LAYERS = re.compile(r"attention\s+on\s+\[?(?P<target>sep|cls)\]?\s+in\s+layers\s+(?P<a>\d+)\s*-\s*(?P<b>\d+)",
+                            re.IGNORECASE)
+
+
+def _surface(item: PaperItem, model: str, tables: StudyTables, ctx: StudyContext) -> list[dict[str, Any]]:
+    count = SURFACE_THRESHOLD.search(item.item)
+    layers = SURFACE_LAYERS.search(item.item)
+    if count is None and layers is None:
+        return [_missing(f"item {item.item!r} is not a surface measure the report knows "
+                         "('heads >N% on previous/next token', 'attention on [SEP] in layers A-B')")]
+    rows, why = tables.model_rows("surface_heads", model)
+    if rows is None:
+        return [_missing(why)]
+    out = []
+    checkpoints = _compared_checkpoints(rows)
+    control = rows[rows["checkpoint"].astype(str) == CONTROL]
+
+    def measure(part: pd.DataFrame) -> tuple[float | None, str]:
+        if count is not None:
+            column = {"previous": "prev", "next": "next"}[count["target"].lower()]
+            threshold = float(count["pct"]) / 100
+            over = part[part[column] > threshold].sort_values(["layer", "head"])
+            labels = " ".join(head_label(int(r.layer), int(r.head)) for r in over.itertuples())
+            return float(len(over)), f"{len(over)} of {len(part)} heads" + (f": {labels}" if labels else "")
+        first, last = int(layers["a"]), int(layers["b"])
+        column = layers["target"].lower()
+        deepest = int(part["layer"].max()) + 1
+        if deepest < last:
+            return None, (f"the model has {deepest} layers; the item needs layers {first}-{last} "
+                          "(1-based) of a 12-layer BERT")
+        chosen = part[(part["layer"] + 1 >= first) & (part["layer"] + 1 <= last)]
+        return float(chosen[column].mean()), f"mean over the {len(chosen)} heads of layers {first}-{last} (1-based)"
+
+    for checkpoint in checkpoints:
+        value, detail = measure(rows[rows["checkpoint"].astype(str) == checkpoint])
+        if value is None:
+            out.append(_missing(detail, checkpoint=checkpoint))
+            continue
+        corpus = rows["corpus"].iloc[0] if "corpus" in rows.columns else "wiki"
+        control_text = ""
+        if not control.empty:
+            control_value, _ = measure(control)
+            if control_value is not None:
+                control_text = ("random-init control " + (f"{int(control_value)} heads" if count is not None
+                                                          else _pct(control_value)))
+        detail = _join(detail, f"{_int(rows['n_tokens'].iloc[0])} tokens of {corpus}" if "n_tokens" in rows.columns
+                       else "", control_text)
+        out.append(_found(item, int(value) if count is not None else value, detail, checkpoint=checkpoint,
+                          fraction=count is None))
+    return out or [_missing("surface_heads.csv has only the random-init control for this model")]
+
+
+# --- [K] pattern classes and classifier ----------------------------------------------------------------
+
+
+def _pattern_classifier(item: PaperItem, model: str, tables: StudyTables, ctx: StudyContext) -> list[dict[str, Any]]:
+    rows, why = tables.model_rows("pattern_classifier", model)
+    if rows is None:
+        return [_missing(why)]
+    cnn = rows[rows["classifier"].astype(str) == "cnn"]
+    human = cnn[cnn["evaluated_on"].astype(str) == "heldout_human"]
+    chosen = human if not human.empty else cnn[cnn["evaluated_on"].astype(str) == "heldout"]
+    if chosen.empty or not _finite(chosen.iloc[0].get("macro_f1")):
+        return [_missing("pattern_classifier.csv has no held-out score of the CNN")]
+    row = chosen.iloc[0].to_dict()
+    source = str(row.get("label_source", ""))
+    caveat = ("labels from the rule labeller only: the F1 says how well the CNN imitates the rules, not human "
+              "judgement" if source == "rule" else "")
+    detail = _join(f"macro-F1 of the CNN on {_int(row['n'])} held-out maps ({row['evaluated_on']}, labels: {source})",
+                   f"accuracy {_pct(row.get('accuracy'))}%" if _finite(row.get("accuracy")) else "", caveat)
+    return [_found(item, round(float(row["macro_f1"]), 4), detail, fraction=False)]
+
+
+def tasks_in_note(note: str) -> dict[str, float]:
+    """Per-task values a note names, e.g. 'from MRPC (32) to QQP (61)' -> {'mrpc': 32, 'qqp': 61}."""
+    found = {}
+    for name, value in re.findall(r"([A-Za-z][A-Za-z0-9-]*)\s*\(\s*(-?[\d.]+)\s*\)", note):
+        task = name.replace("-", "").lower()
+        if task in TASK_NAMES:
+            found[task] = float(value)
+    return found
+
+
+def _task_reason(task: str, ctx: StudyContext, *, finetuned: bool, table: str) -> str:
+    if ctx.tasks and task not in ctx.tasks:
+        return f"task {task} is not in study.tasks ({', '.join(ctx.tasks)})"
+    if ctx.analysed_tasks and task not in ctx.analysed_tasks:
+        return f"the study analyses no dev inputs of task {task} (finetune_effects.tasks, no dev split)"
+    if finetuned and task not in ctx.finetuned_tasks:
+        return f"the study fine-tunes no model on task {task} (no train split)"
+    return f"{table}.csv has no " + ("final fine-tuned checkpoint" if finetuned else "rows") + f" of task {task}"
+
+
+def _pattern_classes(item: PaperItem, model: str, tables: StudyTables, ctx: StudyContext) -> list[dict[str, Any]]:
+    rows, why = tables.model_rows("pattern_classes", model)
+    if rows is None:
+        return [_missing(why)]
+    wanted = item.item.split(" ", 1)[0].lower()
+    classes = {str(c).lower(): str(c) for c in rows["class"].unique()}
+    if wanted not in classes:
+        return [_missing(f"no class {item.item.split(' ', 1)[0]!r} in pattern_classes.csv "
+                         f"({', '.join(classes.values())})")]
+    rows = rows[rows["class"].astype(str) == classes[wanted]]
+    paper_tasks = tasks_in_note(item.note)
+    out, seen = [], set()
+    for task in _task_order(rows["task"]):
+        part = rows[rows["task"].astype(str) == task]
+        final = [c for c in _compared_checkpoints(part) if _is_final(c)]
+        pretrained_only = task not in ctx.finetuned_tasks
+        paper = f"paper's {TASK_NAMES.get(task, task)}: {paper_tasks[task]:g}" if task in paper_tasks else ""
+        if not final and not pretrained_only:
+            out.append(_missing(f"pattern_classes.csv has no final fine-tuned checkpoint of task {task}", task=task,
+                                detail=paper))
+            seen.add(task)
+            continue
+        for checkpoint in final or ["pretrained"]:
+            found = part[part["checkpoint"].astype(str) == checkpoint]
+            if found.empty:
+                continue
+            row = found.iloc[0].to_dict()
+            detail = _join(f"{row['class']} maps of {TASK_NAMES.get(task, task)} dev ({row.get('classifier', '')} "
+                           f"classifier)", f"{_int(row.get('n_maps'))} of {_int(row.get('n'))} maps, "
+                           f"{_int(row.get('n_examples'))} examples", _ci(row),
+                           "pretrained only: the study fine-tunes no model on this task" if pretrained_only else "",
+                           paper)
+            out.append(_found(item, row["share"], detail, checkpoint=checkpoint, task=task))
+            seen.add(task)
+    for task in paper_tasks:
+        if task not in seen:
+            out.append(_missing(_task_reason(task, ctx, finetuned=False, table="pattern_classes"), task=task,
+                                detail=f"paper's {TASK_NAMES.get(task, task)}: {paper_tasks[task]:g}"))
+    return out or [_missing("pattern_classes.csv has no rows for this class")]
+
+
+# --- [L] lexical categories ----------------------------------------------------------------------------
+
+
+def _l_tasks(ctx: StudyContext) -> list[str]:
+    return [t for tasks in ctx.predictions.values() for t in tasks]
+
+
+def _lexical(item: PaperItem, model: str, tables: StudyTables, ctx: StudyContext) -> list[dict[str, Any]]:
+    text = item.item.lower()
+    if "layers preferring" in text:
+        return _lexical_layers(item, model, tables, ctx, "content" if "content" in text else "function")
+    if "direction" in text:
+        return _lexical_direction(item, model, tables, ctx)
+    return [_missing(f"item {item.item!r} is not a lexical measure the report knows "
+                     "('layers preferring content/function words', 'fine-tuning direction')")]
+
+
+def _lexical_layers(item: PaperItem, model: str, tables: StudyTables, ctx: StudyContext,
+                    category: str) -> list[dict[str, Any]]:
+    rows, why = tables.model_rows("lexical_top_layers", model)
+    if rows is None:
+        return [_missing(why)]
+    rows = rows[rows["category"].astype(str) == category]
+    layers, _ = _model_shape(tables, model)
+    depth = f"the model has {layers} layers (paper: 12)" if layers and layers != 12 else ""
+    out = []
+    for (task, checkpoint), part in rows.groupby([rows["task"].astype(str), rows["checkpoint"].astype(str)]):
+        if checkpoint != "pretrained" and not _is_final(checkpoint):
+            continue
+        part = part.sort_values("rank")
+        chosen = sorted(int(v) + 1 for v in part["layer"])
+        shares = ", ".join(f"{int(r.layer) + 1} ({_pct(r.argmax_share)}%)" for r in part.itertuples())
+        detail = _join(f"top {len(part)} layers (1-based) by share of {category} words among the most-attended words, "
+                       f"{TASK_NAMES.get(task, task)} dev: {shares}", depth)
+        out.append(_found(item, ", ".join(map(str, chosen)), detail, checkpoint=checkpoint, task=task))
+    tasks = _task_order(r["task"] for r in out)
+    out.sort(key=lambda r: (tasks.index(r["task"]), _checkpoint_order(r["checkpoint"])))
+    return out or [_missing(f"lexical_top_layers.csv has no {category} rows")]
+
+
+def _lexical_direction(item: PaperItem, model: str, tables: StudyTables, ctx: StudyContext) -> list[dict[str, Any]]:
+    tasks = _l_tasks(ctx)
+    if not tasks:
+        return [_missing("finetune_effects.predictions names no task groups")]
+    groups = {t: g for g, ts in ctx.predictions.items() for t in ts}
+    rows, why = tables.model_rows("lexical_last_layer", model)
+    out = []
+    for task in tasks:
+        part = None
+        if rows is not None:
+            part = rows[(rows["task"].astype(str) == task) & (rows["measure"].astype(str) == "argmax")]
+        finals = [c for c in _compared_checkpoints(part) if _is_final(c)] if part is not None and len(part) else []
+        if not finals:
+            reason = why if rows is None else _task_reason(task, ctx, finetuned=True, table="lexical_last_layer")
+            out.append(_missing(reason, task=task))
+            continue
+        for checkpoint in finals:
+            found = part[part["checkpoint"].astype(str) == checkpoint].set_index("category")
+            moves, verdicts = [], []
+            for category in ("content", "function"):
+                if category not in found.index:
+                    continue
+                r = found.loc[category]
+                moves.append(f"{category} {100 * float(r['difference']):+.1f} pts")
+                moved = str(r.get("moved_as_predicted", "")).lower()
+                significant = str(r.get("significant", "")).lower()
+                verdicts.append(f"{category} {'as predicted' if moved == 'true' else 'against the prediction'}"
+                                f" ({'significant' if significant == 'true' else 'not significant'}, "
+                                f"p={float(r['p']):.3g})" if _finite(r.get("p")) else category)
+            if not moves:
+                out.append(_missing("lexical_last_layer.csv has no content/function rows", checkpoint=checkpoint,
+                                    task=task))
+                continue
+            first = found.iloc[0]
+            detail = _join(f"last layer ({int(first['layer']) + 1}), share of most-attended words, fine-tuned minus "
+                           f"pretrained on {_int(first.get('n'))} words of {_int(first.get('n_examples'))} "
+                           f"{TASK_NAMES.get(task, task)} dev examples", f"[L] group: {groups.get(task, 'none')}",
+                           ", ".join(verdicts))
+            out.append(_found(item, ", ".join(moves), detail, checkpoint=checkpoint, task=task))
+    return out
+
+
+HANDLERS: dict[str, Callable[[PaperItem, str, StudyTables, StudyContext], list[dict[str, Any]]]] = {
+    "dependency_best": _dependency,
+    "coreference": _coreference,
+    "probes": _probes,
+    "surface": _surface,
+    "pattern_classifier": _pattern_classifier,
+    "pattern_classes": _pattern_classes,
+    "lexical": _lexical,
+}
+
+
+def compare_with_papers(items: Sequence[PaperItem], tables: StudyTables, context: StudyContext) -> pd.DataFrame:
+    """One row per (model, checkpoint/task where relevant, paper item); see the module docstring."""
+    rows = []
+    for model in context.models:
+        for item in items:
+            handler = HANDLERS.get(item.analysis)
+            results = (handler(item, model, tables, context) if handler else
+                       [_missing(f"no study analysis answers paper analysis {item.analysis!r} "
+                                 f"(known: {', '.join(HANDLERS)})")])
+            for result in results:
+                study = result["study_value"]
+                difference: Any = ""
+                if item.number is not None and not isinstance(study, str) and _finite(study):
+                    difference = round(float(study) - item.number, 4)
+                rows.append({"paper": item.paper, "analysis": item.analysis, "item": item.item,
+                             "paper_value": item.value, "unit": item.unit, "model": model, **result,
+                             "difference": difference, "paper_note": item.note, "source": item.source})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def paper_comparison(paper_values: str | Path, tables: Mapping[str, str | Path | None], output: str | Path, *,
+                     context: StudyContext, absent: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Write the comparison of the study with the published numbers (``output``, CSV)."""
+    items = read_paper_values(paper_values)
+    frame = compare_with_papers(items, StudyTables(tables, absent), context)
+    write_csv(frame, output)
+    counts = frame["status"].value_counts().to_dict() if len(frame) else {}
+    log.info("%d paper items x %d models: %d rows (%s)", len(items), len(context.models), len(frame), counts)
+    return frame
+
+
+# --- the summary page ----------------------------------------------------------------------------------
+
+SURFACE_COLOURS = {"cls": "tab:red", "sep": "tab:blue", "punct": "tab:purple"}
+PAPER_STYLE = {"marker": "D", "color": "black", "markersize": 5, "linestyle": "none", "zorder": 5}
+FIGSIZE = (11.69, 8.27)  # A4 landscape, inches
+
+
+def _not_in_study(ax: Any, title: str, reason: str) -> str:
+    """Write "not in this study" and the reason into the panel; return the reason."""
+    ax.set_title(title, fontsize=9, loc="left")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for spine in ax.spines.values():
+        spine.set_color("0.8")
+    ax.text(0.5, 0.5, "not in this study:\n" + textwrap.fill(reason, 42), ha="center", va="center", fontsize=8,
+            color="0.35", transform=ax.transAxes)
+    return reason
+
+
+def _reference(items: Sequence[PaperItem], analysis: str) -> list[PaperItem]:
+    return [i for i in items if i.analysis == analysis and i.number is not None]
+
+
+def _main_checkpoint(rows: pd.DataFrame) -> str | None:
+    names = _compared_checkpoints(rows)
+    return "pretrained" if "pretrained" in names else (names[0] if names else None)
+
+
+def _panel_surface(ax: Any, model: str, tables: StudyTables, items: Sequence[PaperItem]) -> str | None:
+    title = "A  Attention to special tokens per layer"
+    rows, why = tables.model_rows("surface_heads", model)
+    checkpoint = _main_checkpoint(rows) if rows is not None else None
+    if rows is None or checkpoint is None:
+        return _not_in_study(ax, title, why or "no pretrained rows in surface_heads.csv")
+    rows = rows.assign(punct=rows["period"] + rows["comma"])
+    labels = {"cls": "[CLS]", "sep": "[SEP]", "punct": "'.' or ','"}
+    top = 0.0
+    for name, style in ((checkpoint, "-"), (CONTROL, "--")):
+        part = rows[rows["checkpoint"].astype(str) == name]
+        if part.empty:
+            continue
+        means = part.groupby("layer")[["cls", "sep", "punct"]].mean()
+        top = max(top, float(np.nanmax(means.to_numpy())))
+        for column, colour in SURFACE_COLOURS.items():
+            ax.plot(means.index + 1, means[column], style, color=colour, marker="o" if style == "-" else None,
+                    markersize=3, linewidth=1.5 if style == "-" else 1, alpha=1 if style == "-" else 0.6,
+                    label=labels[column] if style == "-" else None)
+    if (rows["checkpoint"].astype(str) == CONTROL).any():
+        ax.plot([], [], "--", color="0.4", linewidth=1, label="random-init")
+    layers = int(rows["layer"].max()) + 1
+    for item in items:
+        match = SURFACE_LAYERS.search(item.item) if item.analysis == "surface" else None
+        if not match or item.number is None:
+            continue
+        text = f"[C] BERT-base: [{match['target'].upper()}] > {item.number:g}% in layers {match['a']}-{match['b']}"
+        if int(match["b"]) <= layers:
+            ax.hlines(item.number / 100, int(match["a"]), int(match["b"]), color="black", linestyle=":",
+                      linewidth=1.5, label=text)
+        else:
+            ax.text(0.98, 0.98, f"{text}\n(this model has {layers} layers)", transform=ax.transAxes, ha="right",
+                    va="top", fontsize=6, color="0.3")
+    ax.set_xticks(range(1, layers + 1))
+    ax.set_xlabel("layer (1-based)", fontsize=8)
+    ax.set_ylabel("mean attention (layer mean of heads)", fontsize=8)
+    ax.set_ylim(0, max(0.6, top * 1.15))
+    corpus = rows["corpus"].iloc[0] if "corpus" in rows.columns else "wiki"
+    ax.set_title(f"{title}\n({corpus}; {checkpoint}, solid; random-init, dashed)", fontsize=9, loc="left")
+    ax.legend(fontsize=6.5, loc="upper left", frameon=False)
+    return None
+
+
+def _panel_dependency(ax: Any, model: str, tables: StudyTables, items: Sequence[PaperItem],
+                      ctx: StudyContext) -> str | None:
+    title = "B  Best head per dependency relation (EWT)"
+    rows, why = tables.model_rows("dependency_best", model)
+    checkpoint = _main_checkpoint(rows) if rows is not None else None
+    if rows is None or checkpoint is None:
+        return _not_in_study(ax, title, why or "no pretrained rows in dependency_best.csv")
+    rows = rows[rows["checkpoint"].astype(str) == checkpoint]
+    present = list(dict.fromkeys(rows["relation"].astype(str)))
+    order = [r for r in (ctx.relations or present) if r in present]
+    paper = {}
+    for item in _reference(items, "dependency_best"):
+        relation, _ = relation_of(item.item)
+        if relation is not None:
+            paper[relation] = item.number
+    heads, baselines, labels, names = [], [], [], []
+    for relation in order:
+        part = _dependency_rows(rows, relation, ctx.score_split, ctx.score_split)
+        row = part.iloc[0] if not part.empty else None
+        heads.append(100 * float(row["accuracy"]) if row is not None and _finite(row["accuracy"]) else np.nan)
+        baselines.append(100 * float(row["baseline_accuracy"]) if row is not None and _finite(row["baseline_accuracy"])
+                         else np.nan)
+        labels.append(str(row["head_label"]) if row is not None and _finite(row["accuracy"]) else "")
+        stanford = PAPER_LABELS.get(relation, "").split(" ", 1)[0]
+        names.append(relation if not stanford or stanford.lower() == relation else f"{relation} ({stanford})")
+    y = np.arange(len(order))[::-1]
+    ax.barh(y + 0.2, heads, height=0.4, color="tab:blue", label="best head")
+    ax.barh(y - 0.2, baselines, height=0.4, color="0.7", label="best fixed offset")
+    for yy, value, label in zip(y, heads, labels):
+        if label:
+            ax.text(value + 1, yy + 0.2, label, va="center", fontsize=5.5, color="tab:blue")
+    px = [paper.get(r, np.nan) for r in order]
+    if any(np.isfinite(px)):
+        ax.plot(px, y, **PAPER_STYLE, label="[C] BERT-base")
+    ax.set_yticks(y)
+    ax.set_yticklabels(names, fontsize=7)
+    ax.set_xlim(0, 135)
+    ax.set_xticks(range(0, 101, 20))
+    ax.set_xlabel(f"accuracy (%), selected and scored on {ctx.score_split}", fontsize=8)
+    ax.set_title(f"{title}\n({checkpoint}; head labels layer-head, 1-based)", fontsize=9, loc="left")
+    ax.legend(fontsize=6.5, loc="lower right", frameon=True)
+    return None
+
+
+def _bars_with_paper(ax: Any, names: list[str], values: list[float], paper: list[float], colours: list[str]) -> None:
+    x = np.arange(len(names))
+    ax.bar(x, values, color=colours, width=0.6)
+    for xx, value in zip(x, values):
+        ax.text(xx, (value if np.isfinite(value) else 0) + 1.5, f"{value:.0f}" if np.isfinite(value) else "n/a",
+                ha="center", fontsize=6.5)
+    if any(np.isfinite(paper)):
+        ax.plot(x, paper, **PAPER_STYLE, label="[C] BERT-base")
+    ax.set_xticks(x)
+    ax.set_xticklabels(names, fontsize=6.5)
+
+
+def _panel_probes(ax: Any, model: str, tables: StudyTables, items: Sequence[PaperItem]) -> str | None:
+    title = "C  Attention probes, UAS (EWT)"
+    rows, why = tables.model_rows("probes", model)
+    if rows is None:
+        return _not_in_study(ax, title, why)
+    paper = {probe_key(i.item): i.number for i in _reference(items, "probes")}
+    checkpoint = _main_checkpoint(rows) or "pretrained"
+    bars = [("right-\nbranch.", NO_CHECKPOINT, "right_branching", (NO_CHECKPOINT, "right_branching")),
+            ("dist.+\nGloVe", NO_CHECKPOINT, "distance_glove", (NO_CHECKPOINT, "distance_glove")),
+            ("random\nattn+\nGloVe", CONTROL, "attn_glove", (CONTROL, "attn_glove")),
+            ("attn", checkpoint, "attn", (None, "attn")),
+            ("attn+\nGloVe", checkpoint, "attn_glove", (None, "attn_glove")),
+            ("MST,\nbest\nhead", checkpoint, "mst_best_head", None)]
+    values, references, colours = [], [], []
+    for _, name, probe, key in bars:
+        found = rows[(rows["checkpoint"].astype(str) == name) & (rows["probe"].astype(str) == probe)]
+        values.append(_value(found, "uas"))
+        references.append(paper.get(key, np.nan) if key else np.nan)
+        colours.append("0.7" if name in (NO_CHECKPOINT, CONTROL) else "tab:blue")
+    _bars_with_paper(ax, [b[0] for b in bars], values, references, colours)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("UAS (%), punctuation excluded", fontsize=8)
+    ax.set_title(f"{title}\n(blue: {checkpoint}; grey: baselines, control; MST: UUAS)", fontsize=9, loc="left")
+    if any(np.isfinite(references)):
+        ax.legend(fontsize=6.5, loc="upper left", frameon=False)
+    return None
+
+
+def _panel_coreference(ax: Any, model: str, tables: StudyTables, items: Sequence[PaperItem]) -> str | None:
+    title = "D  Coreference: antecedent accuracy (GUM)"
+    rows, why = tables.model_rows("coref_best", model)
+    checkpoint = _main_checkpoint(rows) if rows is not None else None
+    if rows is None or checkpoint is None:
+        return _not_in_study(ax, title, why or "no pretrained rows in coref_best.csv")
+    rows = rows[(rows["select_documents"].astype(str) == "all") & (rows["score_documents"].astype(str) == "all")]
+    paper = {coref_key(i.item): i.number for i in _reference(items, "coreference")}
+    methods = [("head", "best head", "tab:blue"), ("nearest_mention", "nearest mention", "0.75"),
+               ("head_word_match", "head-word match", "0.5")]
+    x = np.arange(len(MENTION_TYPES))
+    width = 0.27
+    for k, (method, label, colour) in enumerate(methods):
+        part = rows[rows["method"].astype(str) == method]
+        if method == "head":
+            part = part[part["checkpoint"].astype(str) == checkpoint]
+        values = []
+        for mention in MENTION_TYPES:
+            found = part[part["mention_type"].astype(str) == mention]
+            values.append(_value(found, "accuracy"))
+        offset = (k - 1) * width
+        ax.bar(x + offset, values, width=width, color=colour, label=label)
+        reference = [paper.get((method, m), np.nan) for m in MENTION_TYPES]
+        if any(np.isfinite(reference)):
+            ax.plot(x + offset, reference, **{**PAPER_STYLE, "markersize": 4},
+                    label="[C] BERT-base (head 5-4 / baselines)" if k == 0 else None)
+    head = rows[(rows["method"].astype(str) == "head") & (rows["checkpoint"].astype(str) == checkpoint)
+                & (rows["mention_type"].astype(str) == "all")]
+    label = head["head_label"].iloc[0] if not head.empty else None
+    best = f", best head {label}" if pd.notna(label) else ""
+    ax.set_xticks(x)
+    ax.set_xticklabels(MENTION_TYPES, fontsize=7)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("accuracy (%)", fontsize=8)
+    ax.set_title(f"{title}\n({checkpoint}{best}; selected and scored on all)", fontsize=9, loc="left")
+    ax.legend(fontsize=6.5, loc="upper left", frameon=False, ncol=2)
+    return None
+
+
+METRIC_NAMES = {"matthews_corr": "MCC", "accuracy": "acc", "f1": "F1", "pearson": "Pearson", "spearman": "Spearman"}
+
+
+def _panel_finetune(ax: Any, model: str, tables: StudyTables) -> str | None:
+    title = "E  Fine-tuning: dev score vs majority baseline"
+    rows, why = tables.model_rows("finetune_metrics", model)
+    if rows is None:
+        return _not_in_study(ax, title, why)
+    main = rows["main_metric"].astype(str).str.lower() == "true"
+    rows = rows[main & (rows["step"].astype(str) == "final")]
+    if rows.empty:
+        return _not_in_study(ax, title, "finetune_metrics.csv has no final checkpoint for this model")
+    tasks = _task_order(rows["task"])
+    x = np.arange(len(tasks))
+    means, majority, names = [], [], []
+    for xx, task in zip(x, tasks):
+        part = rows[rows["task"].astype(str) == task]
+        values = 100 * part["value"].astype(float).to_numpy()
+        means.append(float(np.nanmean(values)) if np.isfinite(values).any() else np.nan)
+        if len(values) > 1:
+            ax.plot(np.full(len(values), xx), values, "o", color="navy", markersize=2.5)
+        base = pd.to_numeric(part["majority_baseline"], errors="coerce").iloc[0]
+        majority.append(100 * float(base) if _finite(base) else np.nan)
+        metric = str(part["metric"].iloc[0])
+        names.append(f"{TASK_NAMES.get(task, task)}\n{METRIC_NAMES.get(metric, metric)}")
+    ax.bar(x, means, width=0.6, color="tab:green", label="fine-tuned (final" + (", mean of seeds)"
+                                                                               if rows["seed"].nunique() > 1 else ")"))
+    ax.hlines(majority, x - 0.35, x + 0.35, color="black", linewidth=1.5, label="majority baseline")
+    for xx, value in zip(x, means):
+        if np.isfinite(value):
+            ax.text(xx, max(value, 0) + 1.5, f"{value:.0f}", ha="center", fontsize=6.5)
+    ax.axhline(0, color="0.5", linewidth=0.6)
+    ax.set_xticks(x)
+    ax.set_xticklabels(names, fontsize=6.5)
+    low = min(0.0, float(np.nanmin([*means, 0.0])) - 5)
+    ax.set_ylim(low, 105)
+    ax.set_ylabel("dev score (x100; main GLUE metric)", fontsize=8)
+    note = "final checkpoints; no majority baseline for STS-B" if "stsb" in tasks else "final checkpoints"
+    ax.set_title(f"{title}\n({note})", fontsize=9, loc="left")
+    ax.legend(fontsize=6.5, loc="upper right", frameon=False)
+    return None
+
+
+def _panel_lexical(ax: Any, model: str, tables: StudyTables, ctx: StudyContext) -> str | None:
+    title = "F  Last layer: change of most-attended word category"
+    rows, why = tables.model_rows("lexical_last_layer", model)
+    if rows is None:
+        return _not_in_study(ax, title, why)
+    rows = rows[(rows["measure"].astype(str) == "argmax") & rows["checkpoint"].astype(str).map(_is_final)]
+    if rows.empty:
+        return _not_in_study(ax, title, "lexical_last_layer.csv has no final fine-tuned checkpoint for this model")
+    first_seed = pd.to_numeric(rows["seed"], errors="coerce")
+    rows = rows[first_seed == first_seed.groupby(rows["task"]).transform("min")]
+    tasks = _task_order(rows["task"])
+    groups = {t: g for g, ts in ctx.predictions.items() for t in ts}
+    x = np.arange(len(tasks))
+    for k, (category, colour) in enumerate((("content", "tab:orange"), ("function", "tab:cyan"))):
+        values, low, high = [], [], []
+        for task in tasks:
+            found = rows[(rows["task"].astype(str) == task) & (rows["category"].astype(str) == category)]
+            r = found.iloc[0] if not found.empty else None
+            values.append(100 * float(r["difference"]) if r is not None and _finite(r["difference"]) else np.nan)
+            low.append(100 * float(r["ci_low"]) if r is not None and _finite(r["ci_low"]) else np.nan)
+            high.append(100 * float(r["ci_high"]) if r is not None and _finite(r["ci_high"]) else np.nan)
+        values_ = np.asarray(values)
+        errors = np.vstack([values_ - np.asarray(low), np.asarray(high) - values_])
+        errors = np.where(np.isfinite(errors), np.abs(errors), 0)
+        ax.bar(x + (k - 0.5) * 0.38, values_, width=0.38, color=colour, yerr=errors, capsize=2,
+               error_kw={"linewidth": 0.8}, label=f"{category} words")
+    ax.axhline(0, color="black", linewidth=0.8)
+    short = {"syntactic": "\n(syn)", "semantic": "\n(sem)"}
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"{TASK_NAMES.get(t, t)}{short.get(groups.get(t, ''), '')}" for t in tasks], fontsize=6.5)
+    layer = int(rows["layer"].max()) + 1
+    ax.set_ylabel("fine-tuned minus pretrained (pts)", fontsize=8)
+    ax.set_title(f"{title}\n(layer {layer}, share of most-attended words; 95% CI)", fontsize=9, loc="left")
+    ax.legend(fontsize=6.5, loc="best", frameon=False,
+              title="[L]: sem -> content up, syn -> function up", title_fontsize=6.5)
+    return None
+
+
+def summary_figure(model: str, tables: Mapping[str, str | Path | None], paper_values: str | Path,
+                   png: str | Path, pdf: str | Path | None = None, *, context: StudyContext,
+                   absent: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """One A4 page for ``model``: six panels (A-F) from the study tables, with the papers' values.
+
+    Returns every panel's letter -> None where it is drawn, or the reason it says "not in this study".
+    """
+    import matplotlib.pyplot as plt
+
+    items = read_paper_values(paper_values)
+    study = StudyTables(tables, absent)
+    layers, heads = _model_shape(study, model)
+    figure, axes = plt.subplots(2, 3, figsize=FIGSIZE)
+    panels = {
+        "A": _panel_surface(axes[0][0], model, study, items),
+        "B": _panel_dependency(axes[0][1], model, study, items, context),
+        "C": _panel_probes(axes[0][2], model, study, items),
+        "D": _panel_coreference(axes[1][0], model, study, items),
+        "E": _panel_finetune(axes[1][1], model, study),
+        "F": _panel_lexical(axes[1][2], model, study, context),
+    }
+    for ax in axes.flat:
+        ax.tick_params(labelsize=7)
+        ax.grid(axis="both", alpha=0.25)
+    shape = f" ({layers} layers x {heads} heads)" if layers and heads else ""
+    figure.suptitle(f"{model}{shape}: what its attention heads do", fontsize=13, x=0.01, ha="left")
+    annotator = f"; text without gold annotation tagged by {context.annotator}" if context.annotator else ""
+    figure.text(0.01, 0.005, textwrap.fill(
+        "Data: A wiki segments; B-C UD English EWT (gold trees; selection split " f"{context.select_split}, score "
+        f"split {context.score_split}); D GUM windows (gold coreference); E-F each task's dev split{annotator}. "
+        "Black diamonds: the papers' values for BERT-base ([C] Clark et al. 2019), "
+        "not this model. Layers and heads are 1-based.", 190), fontsize=7, color="0.3", va="bottom")
+    figure.tight_layout(rect=(0, 0.035, 1, 0.96))
+    save_figure(figure, png, pdf)
+    missing = {k: v for k, v in panels.items() if v}
+    log.info("summary page of %s: %s (%s)", model, png,
+             "; ".join(f"{k} not in this study: {v}" for k, v in missing.items()) or "every panel drawn")
+    return panels
