@@ -73,8 +73,13 @@ def measure(mode: str, dump: str, tokens: str, annotation: str, limit: int | Non
     sys.path.insert(0, str(REPO))
     import numpy as np
 
-    from workflow_scripts.analysis.dependency import (offsets_for, read_trees, relation_vocabulary,
-                                                      score_dependency_heads, score_sentence)
+    from workflow_scripts.analysis.dependency import (
+        offsets_for,
+        read_trees,
+        relation_vocabulary,
+        score_dependency_heads,
+        score_sentence,
+    )
     from workflow_scripts.attention.reader import AttentionDump
     from workflow_scripts.attention.tokens import token_words
 

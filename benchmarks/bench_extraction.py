@@ -28,8 +28,12 @@ import pyarrow.parquet as pq
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from workflow_scripts.attention.extract import extract_attention, length_batches, read_examples  # noqa: E402
-from workflow_scripts.checkpoints import write_manifest  # noqa: E402
+from workflow_scripts.attention.extract import (
+    extract_attention,
+    length_batches,
+    read_examples,
+)
+from workflow_scripts.checkpoints import write_manifest
 
 DEFAULT_TOKENS = REPO / "results" / "tokens" / "all-MiniLM-L6-v2" / "wiki" / "segments.parquet"
 

@@ -10,9 +10,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
-WORDS = ("the a an cat dog dogs sat on mat is was not do does did n't can ca wo won will "
-         "it its 's he she they i we you runs ran quickly big small red , . ! ? ' - café naïve "
-         "über new york house sees saw walked walk go ing ed s").split()
+WORDS = ["the", "a", "an", "cat", "dog", "dogs", "sat", "on", "mat", "is", "was", "not", "do", "does", "did", "n't", "can", "ca", "wo", "won", "will", "it", "its", "'s", "he", "she", "they", "i", "we", "you", "runs", "ran", "quickly", "big", "small", "red", ",", ".", "!", "?", "'", "-", "café", "naïve", "über", "new", "york", "house", "sees", "saw", "walked", "walk", "go", "ing", "ed", "s"]
 
 
 def _bert_vocab(path: Path) -> Path:
@@ -28,8 +26,14 @@ def save_tiny_model(directory: Path, *, kind: str = "bert", cased: bool = False,
                     heads: int = 2, seed: int = 0) -> Path:
     """Write a randomly initialised tiny encoder and its tokenizer to ``directory``."""
     import torch
-    from transformers import (BertConfig, BertModel, BertTokenizerFast, RobertaConfig, RobertaModel,
-                              RobertaTokenizerFast)
+    from transformers import (
+        BertConfig,
+        BertModel,
+        BertTokenizerFast,
+        RobertaConfig,
+        RobertaModel,
+        RobertaTokenizerFast,
+    )
 
     directory.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)

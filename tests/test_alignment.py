@@ -6,7 +6,11 @@ import numpy as np
 import pytest
 from transformers import AutoTokenizer
 
-from workflow_scripts.attention.align import align_tokens_to_words, tokens_to_words, word_units
+from workflow_scripts.attention.align import (
+    align_tokens_to_words,
+    tokens_to_words,
+    word_units,
+)
 from workflow_scripts.data.ud import parse_conllu
 
 

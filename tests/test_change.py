@@ -4,10 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_patterns import (
+    block_map,
+    checkpoint,
+    previous_token_map,
+    roles,
+    simple_words,
+    vertical_map,
+    write_dump,
+    write_tokens,
+)
 
-from test_patterns import (block_map, checkpoint, previous_token_map, roles, simple_words, vertical_map,
-                           write_dump, write_tokens)
-from workflow_scripts.analysis.change import finetune_change, head_cosines, paired_examples
+from workflow_scripts.analysis.change import (
+    finetune_change,
+    head_cosines,
+    paired_examples,
+)
 from workflow_scripts.errors import AtlasError
 
 

@@ -6,10 +6,15 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.spatial.distance import jensenshannon
-
 from test_surface import SPECIAL5, TOKENS5, column, shifted, write_dump, write_tokens
-from workflow_scripts.analysis.clustering import (behaviour_labels, head_clusters, js_divergences, mds_embedding,
-                                                  pairwise_js)
+
+from workflow_scripts.analysis.clustering import (
+    behaviour_labels,
+    head_clusters,
+    js_divergences,
+    mds_embedding,
+    pairwise_js,
+)
 from workflow_scripts.analysis.surface import surface_heads
 from workflow_scripts.analysis.surface_figures import plot_head_clusters
 from workflow_scripts.errors import ConfigError

@@ -10,8 +10,13 @@ import pytest
 import yaml
 from snakemake.utils import validate
 
-from workflow_scripts.config import (check_schema, check_semantics, load_schema, selected_corpora,
-                                     selected_splits)
+from workflow_scripts.config import (
+    check_schema,
+    check_semantics,
+    load_schema,
+    selected_corpora,
+    selected_splits,
+)
 from workflow_scripts.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -6,11 +6,19 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-
 from test_dependency import token_maps, write_annotation, write_dump, write_tokens
-from workflow_scripts.analysis.coreference import (mention_type, score_coreference_heads, summarise_coreference,
-                                                   window_mentions)
-from workflow_scripts.data.windows import WINDOW_MENTION_SCHEMA, build_windows, window_groups
+
+from workflow_scripts.analysis.coreference import (
+    mention_type,
+    score_coreference_heads,
+    summarise_coreference,
+    window_mentions,
+)
+from workflow_scripts.data.windows import (
+    WINDOW_MENTION_SCHEMA,
+    build_windows,
+    window_groups,
+)
 
 # One window: "John met Mary . He liked her . John smiled"
 WORDS = ["John", "met", "Mary", ".", "He", "liked", "her", ".", "John", "smiled"]

@@ -12,8 +12,13 @@ import pytest
 from workflow_scripts import io as atlas_io
 from workflow_scripts.data.build import build_glue, build_wic
 from workflow_scripts.data.glue import parse_glue_tsv
-from workflow_scripts.data.registry import (GLUE_TASKS, WIC_RELEASE_URL, corpus_splits,
-                                            find_in_mirror, mirror_candidates)
+from workflow_scripts.data.registry import (
+    GLUE_TASKS,
+    WIC_RELEASE_URL,
+    corpus_splits,
+    find_in_mirror,
+    mirror_candidates,
+)
 from workflow_scripts.data.wic import parse_wic_files, parse_wic_release_zip
 from workflow_scripts.errors import InputFormatError, SourceUnavailableError
 from workflow_scripts.io import read_metadata

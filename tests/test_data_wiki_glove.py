@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -10,8 +9,17 @@ import pytest
 
 from workflow_scripts.data.build import build_glove, build_glue, build_wiki, summarize
 from workflow_scripts.data.glove import parse_glove_file, parse_glove_lines
-from workflow_scripts.data.wiki import cut_pair, detokenize, read_paragraphs, sample_segments
-from workflow_scripts.errors import ConfigError, InputFormatError, SourceUnavailableError
+from workflow_scripts.data.wiki import (
+    cut_pair,
+    detokenize,
+    read_paragraphs,
+    sample_segments,
+)
+from workflow_scripts.errors import (
+    ConfigError,
+    InputFormatError,
+    SourceUnavailableError,
+)
 from workflow_scripts.io import read_metadata
 
 HUB = {"dataset": "Salesforce/wikitext", "config": "wikitext-103-raw-v1", "split": "train"}

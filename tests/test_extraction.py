@@ -7,12 +7,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
+from conftest import write_manifest
 from transformers import AutoModel, AutoTokenizer
 
-from conftest import write_manifest
 from workflow_scripts.attention.annotate import ANNOTATION_SCHEMA, build_annotation
-from workflow_scripts.attention.extract import (extract_attention, forward_attentions, length_batches,
-                                                shard_bounds, shard_names)
+from workflow_scripts.attention.extract import (
+    extract_attention,
+    forward_attentions,
+    length_batches,
+    shard_bounds,
+    shard_names,
+)
 from workflow_scripts.attention.reader import AttentionDump, CorruptShardError
 from workflow_scripts.attention.tokens import build_token_table, token_words
 from workflow_scripts.data.tables import text_task_schema

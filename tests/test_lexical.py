@@ -9,10 +9,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from test_patterns import checkpoint, write_dump, write_tokens
-from workflow_scripts.analysis.lexical import (category_counts, category_of, lexical_counts, lexical_tables,
-                                               load_counts, task_groups)
+
+from workflow_scripts.analysis.lexical import (
+    category_counts,
+    category_of,
+    lexical_counts,
+    lexical_tables,
+    load_counts,
+    task_groups,
+)
 from workflow_scripts.errors import ConfigError
 
 WORDS = ["The", "cat", "sat", "on", "the", "mat"]

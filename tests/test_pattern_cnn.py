@@ -5,12 +5,35 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from test_patterns import (
+    block_map,
+    checkpoint,
+    previous_token_map,
+    roles,
+    simple_words,
+    uniform_map,
+    vertical_map,
+    write_dump,
+    write_tokens,
+)
 
-from test_patterns import (block_map, checkpoint, previous_token_map, roles, simple_words, uniform_map,
-                           vertical_map, write_dump, write_tokens)
-from workflow_scripts.analysis.pattern_cnn import (f1_scores, holdout_split, map_images, merge_labels, predict,
-                                                   read_labels, seed_labels, train_cnn, train_pattern_cnn)
-from workflow_scripts.analysis.patterns import CLASSES, Thresholds, pattern_classes_part, pattern_features
+from workflow_scripts.analysis.pattern_cnn import (
+    f1_scores,
+    holdout_split,
+    map_images,
+    merge_labels,
+    predict,
+    read_labels,
+    seed_labels,
+    train_cnn,
+    train_pattern_cnn,
+)
+from workflow_scripts.analysis.patterns import (
+    CLASSES,
+    Thresholds,
+    pattern_classes_part,
+    pattern_features,
+)
 from workflow_scripts.errors import InputFormatError
 
 
@@ -147,7 +170,6 @@ def test_the_labelling_tool_writes_a_page_and_a_template(tmp_path):
 
     import pyarrow as pa
     import pyarrow.parquet as pq
-
     from conftest import REPO
 
     special, segment = roles(5, 6)

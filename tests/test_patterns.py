@@ -15,14 +15,26 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from workflow_scripts.analysis.patterns import (BLOCK, CLASSES, DIAGONAL, HETEROGENEOUS, VERTICAL,
-                                                VERTICAL_DIAGONAL, Thresholds, class_index, class_shares,
-                                                combine_parts, first_examples, map_features, pattern_classes_part,
-                                                pattern_features, rule_labels)
+from workflow_scripts.analysis.patterns import (
+    BLOCK,
+    CLASSES,
+    DIAGONAL,
+    HETEROGENEOUS,
+    VERTICAL,
+    VERTICAL_DIAGONAL,
+    Thresholds,
+    class_index,
+    class_shares,
+    combine_parts,
+    first_examples,
+    map_features,
+    pattern_classes_part,
+    pattern_features,
+    rule_labels,
+)
 from workflow_scripts.attention.extract import DUMP_SCHEMA
 from workflow_scripts.checkpoints import write_manifest
 from workflow_scripts.errors import AtlasError, ConfigError
-
 
 # --- helpers: hand-built dumps in the attention stage's formats --------------------------------
 

@@ -6,13 +6,27 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import torch
-
 from test_dependency import token_maps, write_annotation, write_dump, write_tokens
+
 from workflow_scripts.analysis import probes
-from workflow_scripts.analysis.probes import (FeatureSource, GloveLookup, ProbeFeatures, ProbeSentence,
-                                              build_probe_features, distance_bucket, extended_heads, extended_vectors,
-                                              make_probe, maximum_spanning_tree, mst_sentence, pair_features,
-                                              probe_sentences, right_branching, run_attention_probe, train_probe)
+from workflow_scripts.analysis.probes import (
+    FeatureSource,
+    GloveLookup,
+    ProbeFeatures,
+    ProbeSentence,
+    build_probe_features,
+    distance_bucket,
+    extended_heads,
+    extended_vectors,
+    make_probe,
+    maximum_spanning_tree,
+    mst_sentence,
+    pair_features,
+    probe_sentences,
+    right_branching,
+    run_attention_probe,
+    train_probe,
+)
 from workflow_scripts.data.glove import vectors_table
 
 

@@ -39,7 +39,6 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import yaml
-
 from conftest import REPO
 from test_workflow_e2e import study, write_mirror  # noqa: F401  (the tiny study: fixture + mirror)
 
@@ -55,7 +54,7 @@ GPU_RESOURCES = ("gpu", "gpus", "gpu_model", "gres", "cpus_per_gpu", "tasks_per_
 # Columns / keys that may record when or on which host a job ran rather than what it computed.
 # (Absolute paths into the run's own directory are compared with that directory replaced.)
 VOLATILE = re.compile(r"(^|_)(time|times|seconds|elapsed|duration|date|timestamp|host|hostname|"
-                      r"pid|started|finished|created)($|_)", re.I)
+                      r"pid|started|finished|created)($|_)", re.IGNORECASE)
 
 
 def _run(command: list[str], timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:
@@ -85,7 +84,7 @@ def _slurm_logs(lines: int = 40) -> str:
         return f"(scontrol show config failed: {error})"
     tails = []
     for key in ("SlurmctldLogFile", "SlurmdLogFile", "JobCompLoc"):
-        match = re.search(rf"^{key}\s*=\s*(\S+)", config, re.M)
+        match = re.search(rf"^{key}\s*=\s*(\S+)", config, re.MULTILINE)
         if match and Path(match.group(1)).is_file():
             text = Path(match.group(1)).read_text(errors="replace").splitlines()[-lines:]
             tails.append(f"== {match.group(1)} (last {lines} lines)\n" + "\n".join(text))
@@ -236,12 +235,12 @@ def runs(cluster, workflow, study):  # noqa: F811  (study: the fixture imported 
 def jobs_of(log: str) -> dict[int, dict]:
     """Snakemake's job blocks in a run's log: jobid -> {rule, local, has_output}."""
     jobs = {}
-    for match in re.finditer(r"^(local)?rule (\S+):\n((?:[ \t]+\S.*\n?)*)", log, re.M):
+    for match in re.finditer(r"^(local)?rule (\S+):\n((?:[ \t]+\S.*\n?)*)", log, re.MULTILINE):
         body = match.group(3)
-        jobid = re.search(r"^\s+jobid: (\d+)", body, re.M)
+        jobid = re.search(r"^\s+jobid: (\d+)", body, re.MULTILINE)
         if jobid:
             jobs[int(jobid.group(1))] = {"rule": match.group(2), "local": bool(match.group(1)),
-                                         "has_output": bool(re.search(r"^\s+output: ", body, re.M))}
+                                         "has_output": bool(re.search(r"^\s+output: ", body, re.MULTILINE))}
     return jobs
 
 

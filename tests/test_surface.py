@@ -11,9 +11,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from workflow_scripts.analysis.surface import (STATISTICS, SurfaceAccumulator, concat_parts, example_statistics,
-                                               read_token_roles, surface_heads, token_roles, token_text)
-from workflow_scripts.analysis.surface_figures import plot_entropy, plot_positional, plot_special_tokens
+from workflow_scripts.analysis.surface import (
+    STATISTICS,
+    SurfaceAccumulator,
+    concat_parts,
+    example_statistics,
+    read_token_roles,
+    surface_heads,
+    token_roles,
+    token_text,
+)
+from workflow_scripts.analysis.surface_figures import (
+    plot_entropy,
+    plot_positional,
+    plot_special_tokens,
+)
 from workflow_scripts.attention.extract import DUMP_SCHEMA, shard_names
 from workflow_scripts.attention.tokens import TOKEN_SCHEMA
 from workflow_scripts.errors import AtlasError

@@ -8,12 +8,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from .io import atomic_path  # noqa: E402
+from .io import atomic_path
 
 
-def save_figure(figure: "plt.Figure", png: str | Path, pdf: str | Path | None = None, dpi: int = 150) -> None:
+def save_figure(figure: plt.Figure, png: str | Path, pdf: str | Path | None = None, dpi: int = 150) -> None:
     """Save a figure as PNG (and PDF), each written atomically, then close it."""
     for path, kwargs in ((png, {"dpi": dpi}), (pdf, {})):
         if path is None:

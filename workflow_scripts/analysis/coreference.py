@@ -166,8 +166,8 @@ def score_coreference_heads(dump_dir: str | Path, token_table: str | Path, annot
         "correct": pa.FixedSizeListArray.from_arrays(pa.array(correct[order].reshape(-1).astype(np.uint8)), lh),
     })
     stats = {"num_layers": dump.num_layers, "num_heads": dump.num_heads, "windows": len(dump),
-             "mentions": int(len(mentions)), "mentions_with_antecedent": with_antecedent,
-             "mentions_scored": int(len(order)), "mentions_skipped_no_unit": skipped, "dump": str(dump_dir),
+             "mentions": len(mentions), "mentions_with_antecedent": with_antecedent,
+             "mentions_scored": len(order), "mentions_skipped_no_unit": skipped, "dump": str(dump_dir),
              "seconds": round(time.perf_counter() - start, 2)}
     log.info("coreference scoring of %s: %s", dump_dir, stats)
     if skipped:
@@ -193,7 +193,7 @@ class CorefScores:
     correct: np.ndarray  # (mentions, L*H)
 
     @classmethod
-    def read(cls, path: str | Path) -> "CorefScores":
+    def read(cls, path: str | Path) -> CorefScores:
         table = pq.read_table(path)
         meta = read_metadata(path)
         if "num_layers" not in meta:

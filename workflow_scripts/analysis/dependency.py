@@ -262,7 +262,7 @@ class SplitCounts:
     head_off: np.ndarray
 
     @classmethod
-    def read(cls, path: str | Path) -> "SplitCounts":
+    def read(cls, path: str | Path) -> SplitCounts:
         table = pq.read_table(path)
         meta = read_metadata(path)
         if "num_layers" not in meta:

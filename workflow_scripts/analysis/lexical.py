@@ -103,7 +103,7 @@ def lexical_counts(dump_dir: str | Path, token_table: str | Path, annotation: st
     words = token_words(token_table)
     try:
         table = pq.read_table(annotation, columns=["example_id", "upos", "annotator"])
-    except Exception as exc:  # noqa: BLE001 - any unreadable annotation
+    except Exception as exc:
         raise AtlasError(f"{annotation}: unreadable annotation table ({exc}); rerun snakemake") from exc
     upos = dict(zip(table["example_id"].to_pylist(), table["upos"].to_pylist()))
     annotators = sorted(set(table["annotator"].to_pylist()))

@@ -38,7 +38,14 @@ import pandas as pd
 
 from ..errors import AtlasError, InputFormatError
 from ..io import atomic_path, write_csv
-from .patterns import CLASSES, Thresholds, class_index, map_features, rule_labels, token_roles
+from .patterns import (
+    CLASSES,
+    Thresholds,
+    class_index,
+    map_features,
+    rule_labels,
+    token_roles,
+)
 
 log = logging.getLogger(__name__)
 
@@ -221,7 +228,7 @@ def collect_maps(labels: pd.DataFrame, dumps: Mapping[tuple[str, str], tuple[str
 
 
 def build_cnn(n_classes: int = len(CLASSES), channels: int = CHANNELS, width: int = 16):
-    import torch.nn as nn
+    from torch import nn
 
     return nn.Sequential(
         nn.Conv2d(channels, width, 3, padding=1), nn.ReLU(),

@@ -63,7 +63,7 @@ class Thresholds:
     block: float = 0.8  # within-segment share (pairs) for Block
 
     @classmethod
-    def from_config(cls, values: Mapping[str, Any] | None) -> "Thresholds":
+    def from_config(cls, values: Mapping[str, Any] | None) -> Thresholds:
         values = dict(values or {})
         unknown = sorted(set(values) - set(cls.__dataclass_fields__))
         if unknown:

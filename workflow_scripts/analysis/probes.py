@@ -181,10 +181,9 @@ def build_probe_features(dump_dir: str | Path, token_table: str | Path, annotati
     index = {"example_ids": chosen, "n_words": n_words, "offsets": offsets,
              "has_unit": np.concatenate(has_unit) if has_unit else np.zeros(0, bool),
              "num_layers": np.int64(dump.num_layers), "num_heads": np.int64(dump.num_heads)}
-    with atomic_path(index_output) as tmp:
-        with open(tmp, "wb") as handle:
-            np.savez(handle, **index)
-    stats = {"sentences": int(len(chosen)), "words": int(n_words.sum()), "values": int(offsets[-1]),
+    with atomic_path(index_output) as tmp, open(tmp, "wb") as handle:
+        np.savez(handle, **index)
+    stats = {"sentences": len(chosen), "words": int(n_words.sum()), "values": int(offsets[-1]),
              "bytes": int(offsets[-1]) * 2, "words_without_tokens": int((~index["has_unit"]).sum()),
              "sentences_without_special_token": int(no_root), "seconds": round(time.perf_counter() - start, 2)}
     log.info("probe features of %s: %s", dump_dir, stats)
@@ -202,7 +201,7 @@ class ProbeFeatures:
     num_heads: int
 
     @classmethod
-    def load(cls, maps_path: str | Path, index_path: str | Path) -> "ProbeFeatures":
+    def load(cls, maps_path: str | Path, index_path: str | Path) -> ProbeFeatures:
         try:
             index = np.load(index_path)
             maps = np.load(maps_path, mmap_mode="r")
@@ -685,7 +684,7 @@ def summarise_probes(parts: Sequence[tuple[str, str, str, str | Path]], output: 
         estimate, low, high = ratio_bootstrap_ci(correct, total, resamples=resamples, seed=seed)
         row = {"model": model, "checkpoint": checkpoint, "probe": probe, "metric": meta.get("metric", "uas"),
                "uas": float(estimate), "n": int(total.sum()), "ci_low": float(low), "ci_high": float(high),
-               "sentences": int(len(table)), "train_sentences": meta.get("train_sentences"),
+               "sentences": len(table), "train_sentences": meta.get("train_sentences"),
                "train_uas": meta.get("train_uas"), "epochs": meta.get("epochs"), "lr": meta.get("lr"),
                "seed": meta.get("seed"), "head_label": meta.get("head_label", ""),
                "exclude_punct": meta.get("exclude_punct"), "train_seconds": meta.get("train_seconds")}

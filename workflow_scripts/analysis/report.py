@@ -987,7 +987,10 @@ def _panel_lexical(ax: Any, model: str, tables: StudyTables, ctx: StudyContext) 
     layer = int(rows["layer"].max()) + 1
     ax.set_ylabel("fine-tuned minus pretrained (pts)", fontsize=8)
     ax.set_title(f"{title}\n(layer {layer}, share of most-attended words; 95% CI)", fontsize=9, loc="left")
-    ax.legend(fontsize=6.5, loc="best", frameon=False,
+    # Headroom above the bars keeps the legend clear of them, whatever the signs of the changes.
+    bottom, top = ax.get_ylim()
+    ax.set_ylim(bottom, top + 0.35 * (top - bottom))
+    ax.legend(fontsize=6.5, loc="upper left", frameon=False, ncol=2,
               title="[L]: sem -> content up, syn -> function up", title_fontsize=6.5)
     return None
 

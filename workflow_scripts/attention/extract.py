@@ -190,7 +190,7 @@ def extract_attention(checkpoint_manifest: str | Path, token_table: str | Path, 
                      len(example_ids), done / max(elapsed, 1e-9))
     values = int(sum(layers * heads * int(n) ** 2 for n in lengths))
     summary = {"model": manifest["model"], "checkpoint": manifest["checkpoint"], "num_layers": layers,
-               "num_heads": heads, "examples": int(len(example_ids)), "tokens": int(lengths.sum()),
+               "num_heads": heads, "examples": len(example_ids), "tokens": int(lengths.sum()),
                "values": values, "bytes": int(sum(s["bytes"] for s in shards)), "device": device,
                "seconds": round(time.perf_counter() - started, 3), "shards": shards,
                "token_table": str(token_table)}

@@ -18,8 +18,14 @@ from . import glove as glove_parser
 from . import wiki as wiki_parser
 from .fetch import download, from_public_source
 from .glue import load_glue_from_hub, parse_glue_tsv
-from .registry import (GLOVE_RELEASE_URL, UD_RELEASE_URL, UD_TREEBANKS, WIC_RELEASE_URL,
-                       describe_public_source, mirror_candidates)
+from .registry import (
+    GLOVE_RELEASE_URL,
+    UD_RELEASE_URL,
+    UD_TREEBANKS,
+    WIC_RELEASE_URL,
+    describe_public_source,
+    mirror_candidates,
+)
 from .ud import mention_table, parse_conllu, treebank_table
 from .wic import parse_wic_files, parse_wic_release_zip
 

@@ -115,8 +115,12 @@ def lexical_tables(smk: Any) -> None:
 
 @entry_point("finetune_effects_figures")
 def finetune_effects_figures(smk: Any) -> None:
-    from ..analysis.finetune_figures import (plot_finetune_change, plot_lexical_layers, plot_pattern_classes,
-                                             plot_trajectory)
+    from ..analysis.finetune_figures import (
+        plot_finetune_change,
+        plot_lexical_layers,
+        plot_pattern_classes,
+        plot_trajectory,
+    )
 
     i, o = smk.input, smk.output
     plot_pattern_classes(i.classes, o.classes_png, o.classes_pdf)

@@ -63,7 +63,11 @@ def head_clusters_table(smk: Any) -> None:
 
 @entry_point("surface_figures")
 def surface_figures(smk: Any) -> None:
-    from ..analysis.surface_figures import plot_entropy, plot_positional, plot_special_tokens
+    from ..analysis.surface_figures import (
+        plot_entropy,
+        plot_positional,
+        plot_special_tokens,
+    )
 
     out = smk.output
     plot_special_tokens(smk.input[0], out.special_png, out.special_pdf)
