@@ -20,6 +20,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .errors import AtlasError
+
 PARQUET_COMPRESSION = "zstd"
 
 
@@ -62,6 +64,14 @@ def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
         for k, v in raw.items()
         if k.decode().startswith("atlas.")
     }
+
+
+def read_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A table this workflow wrote ("" is missing, nothing else is); an unreadable one names its file."""
+    try:
+        return pd.read_csv(path, keep_default_na=False, na_values=[""])
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise AtlasError(f"{path}: unreadable table ({exc}); delete it and rerun snakemake to rebuild it") from exc
 
 
 def write_csv(frame: pd.DataFrame, destination: str | os.PathLike[str]) -> None:

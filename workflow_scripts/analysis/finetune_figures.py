@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..errors import AtlasError
 from ..figures import save_figure
+from ..io import read_csv
 from .lexical import CATEGORIES
 from .patterns import CLASSES
 
@@ -22,13 +23,6 @@ CLASS_COLOURS = {"Vertical": "#4c72b0", "Diagonal": "#dd8452", "Vertical+Diagona
                  "Block": "#55a868", "Heterogeneous": "#c44e52"}
 TASK_NAMES = {"cola": "CoLA", "sst2": "SST-2", "mrpc": "MRPC", "qqp": "QQP", "stsb": "STS-B", "mnli": "MNLI",
               "qnli": "QNLI", "rte": "RTE", "wnli": "WNLI", "wic": "WiC"}
-
-
-def _read(path: str | Path) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path, keep_default_na=False, na_values=[""])
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise AtlasError(f"{path}: unreadable table ({exc}); delete it and rerun snakemake") from exc
 
 
 def _order(frame: pd.DataFrame) -> pd.DataFrame:
@@ -73,7 +67,7 @@ def _final(frame: pd.DataFrame) -> pd.DataFrame:
 
 def plot_pattern_classes(table: str | Path, png: str | Path, pdf: str | Path) -> None:
     """[K] Fig. 2: stacked shares of the five classes, one panel per task, one bar per checkpoint."""
-    frame = _read(table)
+    frame = read_csv(table)
     if frame.empty:
         raise AtlasError(f"{table}: no rows to plot")
     models = frame["model"].nunique()
@@ -110,7 +104,7 @@ def plot_finetune_change(table: str | Path, png: str | Path, pdf: str | Path, *,
     """[K] §4.3: cosine between pretrained and final fine-tuned maps, layer x head, one panel per task."""
     import matplotlib.pyplot as plt
 
-    frame = _read(table)
+    frame = read_csv(table)
     final = _final(frame) if not frame.empty else frame
     keys = sorted(final.groupby(["model", "task"]).groups) if not final.empty else []
     models = final["model"].nunique() if not final.empty else 1
@@ -147,7 +141,7 @@ def plot_finetune_change(table: str | Path, png: str | Path, pdf: str | Path, *,
 
 def plot_lexical_layers(table: str | Path, png: str | Path, pdf: str | Path) -> None:
     """[L]: share of content / function words among the most-attended words per layer, before vs after."""
-    frame = _read(table)
+    frame = read_csv(table)
     if frame.empty:
         raise AtlasError(f"{table}: no rows to plot")
     models = frame["model"].nunique()
@@ -200,7 +194,7 @@ def plot_trajectory(lexical: str | Path, classes: str | Path, change: str | Path
     """Shares along the fine-tuning trajectory (pretrained = step 0, each saved step, final)."""
     import matplotlib.pyplot as plt
 
-    lexical_frame, classes_frame, change_frame = _read(lexical), _read(classes), _read(change)
+    lexical_frame, classes_frame, change_frame = read_csv(lexical), read_csv(classes), read_csv(change)
     figure, axes = plt.subplots(1, 4, figsize=(16, 3.4))
     last = lexical_frame["layer"].max()
     panels = [

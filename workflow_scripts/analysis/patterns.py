@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import AtlasError, ConfigError
-from ..io import write_csv, write_table
+from ..io import read_csv, write_csv, write_table
 from ..stats import DEFAULT_RESAMPLES, ratio_bootstrap_ci
 
 log = logging.getLogger(__name__)
@@ -290,12 +290,7 @@ def combine_parts(parts: list[str | Path], output: str | Path, sort: list[str],
 
     With no parts: an empty table with ``empty_columns`` when given (e.g. no fine-tuned checkpoint), else an error.
     """
-    frames = []
-    for path in parts:
-        try:
-            frames.append(pd.read_csv(path, keep_default_na=False, na_values=[""]))
-        except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-            raise AtlasError(f"{path}: unreadable part table ({exc}); delete it and rerun snakemake") from exc
+    frames = [read_csv(path) for path in parts]
     if not frames and empty_columns is None:
         raise AtlasError(f"{output}: no part tables to combine")
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=empty_columns)

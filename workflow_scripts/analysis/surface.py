@@ -32,7 +32,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from ..errors import AtlasError
-from ..io import write_csv
+from ..io import read_csv, write_csv
 from ..stats import DEFAULT_RESAMPLES, ratio_bootstrap_ci
 
 log = logging.getLogger(__name__)
@@ -243,12 +243,7 @@ def separator_token_id(checkpoint_manifest: str | Path, offline: bool = False) -
 
 def concat_parts(parts: Iterable[str | Path], output: str | Path, sort: list[str]) -> pd.DataFrame:
     """Concatenate per-checkpoint CSV parts into one study table."""
-    frames = []
-    for path in parts:
-        try:
-            frames.append(pd.read_csv(path, keep_default_na=False, na_values=[""]))
-        except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-            raise AtlasError(f"{path}: unreadable part table ({exc}); delete it and rerun snakemake") from exc
+    frames = [read_csv(path) for path in parts]
     if not frames:
         raise AtlasError(f"{output}: no part tables to combine; the study has no (model, checkpoint) with "
                          "the corpus of the 'surface' config")

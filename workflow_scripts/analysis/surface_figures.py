@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..errors import AtlasError
 from ..figures import save_figure
+from ..io import read_csv
 from .clustering import BEHAVIOURS
 
 BEHAVIOUR_COLOURS = {"cls": "tab:red", "sep": "tab:blue", "punct": "tab:purple", "next": "tab:green",
@@ -19,10 +20,7 @@ BEHAVIOUR_COLOURS = {"cls": "tab:red", "sep": "tab:blue", "punct": "tab:purple",
 
 
 def _read(path: str | Path, needed: list[str]) -> pd.DataFrame:
-    try:
-        frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise AtlasError(f"{path}: unreadable table ({exc}); rerun snakemake to rebuild it") from exc
+    frame = read_csv(path)
     missing = [c for c in needed if c not in frame.columns]
     if missing:
         raise AtlasError(f"{path}: columns {missing} are missing; rerun snakemake to rebuild it")
