@@ -30,8 +30,8 @@ include: "rules/report.smk"
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from workflow_scripts import results_lock
-from workflow_scripts.errors import AtlasError
+from workflow_scripts.core import results_lock
+from workflow_scripts.core.errors import AtlasError
 
 
 onstart:

@@ -73,7 +73,7 @@ def measure(mode: str, dump: str, tokens: str, annotation: str, limit: int | Non
     sys.path.insert(0, str(REPO))
     import numpy as np
 
-    from workflow_scripts.analysis.dependency import (
+    from workflow_scripts.syntax.dependency import (
         offsets_for,
         read_trees,
         relation_vocabulary,

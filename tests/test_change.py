@@ -15,12 +15,12 @@ from test_patterns import (
     write_tokens,
 )
 
-from workflow_scripts.analysis.change import (
+from workflow_scripts.finetune_effects.change import (
     finetune_change,
     head_cosines,
     paired_examples,
 )
-from workflow_scripts.errors import AtlasError
+from workflow_scripts.core.errors import AtlasError
 
 
 def maps_of(special, segment, changed: bool) -> np.ndarray:

@@ -8,16 +8,16 @@ import pytest
 from scipy.spatial.distance import jensenshannon
 from test_surface import SPECIAL5, TOKENS5, column, shifted, write_dump, write_tokens
 
-from workflow_scripts.analysis.clustering import (
+from workflow_scripts.surface.clustering import (
     behaviour_labels,
     head_clusters,
     js_divergences,
     mds_embedding,
     pairwise_js,
 )
-from workflow_scripts.analysis.surface import surface_heads
-from workflow_scripts.analysis.surface_figures import plot_head_clusters
-from workflow_scripts.errors import ConfigError
+from workflow_scripts.surface.statistics import surface_heads
+from workflow_scripts.surface.figures import plot_head_clusters
+from workflow_scripts.core.errors import ConfigError
 
 LN2 = float(np.log(2))
 

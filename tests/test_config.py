@@ -17,7 +17,7 @@ from conftest import save_tiny_model, write_manifest
 from snakemake.cli import parse_config
 from snakemake.utils import validate
 
-from workflow_scripts.config import (
+from workflow_scripts.study.config import (
     check_schema,
     check_semantics,
     coerce_config,
@@ -26,8 +26,8 @@ from workflow_scripts.config import (
     selected_corpora,
     selected_splits,
 )
-from workflow_scripts.errors import ConfigError
-from workflow_scripts.models import local_position_limit, position_limit
+from workflow_scripts.core.errors import ConfigError
+from workflow_scripts.models.cards import local_position_limit, position_limit
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA_PATH = REPO / "schemas" / "config.schema.yaml"
@@ -475,7 +475,7 @@ def test_hub_model_checked_from_the_local_cache_only(config, tmp_path, monkeypat
 
 
 def test_finetune_job_checks_max_length_before_training(tmp_path, tiny_bert):
-    from workflow_scripts.finetune import finetune
+    from workflow_scripts.finetune.training import finetune
 
     rows = [{"example_id": i, "source_id": str(i), "text_a": "the cat sat on the mat", "text_b": None,
              "label": i % 2} for i in range(4)]

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from test_dependency import token_maps, write_annotation, write_dump, write_tokens
 
-from workflow_scripts.analysis.coreference import (
+from workflow_scripts.syntax.coreference import (
     mention_type,
     score_coreference_heads,
     summarise_coreference,

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from workflow_scripts import io as atlas_io
+from workflow_scripts.core import io as atlas_io
 from workflow_scripts.data.build import build_glue, build_wic
 from workflow_scripts.data.glue import parse_glue_tsv
 from workflow_scripts.data.registry import (
@@ -20,8 +20,8 @@ from workflow_scripts.data.registry import (
     mirror_candidates,
 )
 from workflow_scripts.data.wic import parse_wic_files, parse_wic_release_zip
-from workflow_scripts.errors import InputFormatError, SourceUnavailableError
-from workflow_scripts.io import read_metadata
+from workflow_scripts.core.errors import InputFormatError, SourceUnavailableError
+from workflow_scripts.core.io import read_metadata
 
 MRPC_HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"
 STSB_HEADER = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"

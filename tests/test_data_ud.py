@@ -11,8 +11,8 @@ import pytest
 from workflow_scripts.data.build import build_mentions, build_treebank
 from workflow_scripts.data.tables import MENTION_SCHEMA, TREEBANK_SCHEMA
 from workflow_scripts.data.ud import mention_table, parse_conllu, treebank_table
-from workflow_scripts.errors import InputFormatError, SourceUnavailableError
-from workflow_scripts.io import read_metadata
+from workflow_scripts.core.errors import InputFormatError, SourceUnavailableError
+from workflow_scripts.core.io import read_metadata
 
 
 def tok(id_, form, lemma="_", upos="_", xpos="_", head="_", deprel="_", misc="_") -> str:

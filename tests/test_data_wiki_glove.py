@@ -15,12 +15,12 @@ from workflow_scripts.data.wiki import (
     read_paragraphs,
     sample_segments,
 )
-from workflow_scripts.errors import (
+from workflow_scripts.core.errors import (
     ConfigError,
     InputFormatError,
     SourceUnavailableError,
 )
-from workflow_scripts.io import read_metadata
+from workflow_scripts.core.io import read_metadata
 
 HUB = {"dataset": "Salesforce/wikitext", "config": "wikitext-103-raw-v1", "split": "train"}
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from workflow_scripts.analysis.dependency import (
+from workflow_scripts.syntax.dependency import (
     ALL,
     DEP_TO_HEAD,
     EITHER,
@@ -26,10 +26,10 @@ from workflow_scripts.analysis.dependency import (
     score_dependency_heads,
     score_sentence,
 )
-from workflow_scripts.analysis.dependency_selection import SplitCounts, best_rows, summarise_dependency
+from workflow_scripts.syntax.dependency_selection import SplitCounts, best_rows, summarise_dependency
 from workflow_scripts.attention.annotate import ANNOTATION_SCHEMA
 from workflow_scripts.attention.tokens import TOKEN_SCHEMA
-from workflow_scripts.io import write_table
+from workflow_scripts.core.io import write_table
 
 # ---------------------------------------------------------------------------------------------
 # Hand-built inputs

@@ -22,7 +22,7 @@ from workflow_scripts.attention.extract import (
 from workflow_scripts.attention.reader import AttentionDump, CorruptShardError
 from workflow_scripts.attention.tokens import build_token_table, token_words
 from workflow_scripts.data.tables import text_task_schema
-from workflow_scripts.errors import AtlasError
+from workflow_scripts.core.errors import AtlasError
 
 SENTENCES = ["The cat sat on the mat.", "Don't walk!", "the big red dog walked quickly on the mat .",
              "They can't see the house.", "a café", "New York is big , is it not ?", "i sat", "We ran."]
@@ -211,7 +211,7 @@ def test_spacy_annotation_records_its_annotator(tmp_path):
 def test_stanza_without_models_names_the_config_key(tmp_path):
     pytest.importorskip("stanza")
     from workflow_scripts.attention.annotate import StanzaAnnotator
-    from workflow_scripts.errors import ConfigError
+    from workflow_scripts.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="annotation.stanza_dir"):
         StanzaAnnotator(str(tmp_path / "no-models"), download=False)
@@ -325,7 +325,7 @@ def test_a_missing_shard_removes_the_manifest_so_the_next_run_rebuilds(tmp_path,
 def test_a_max_length_above_the_models_limit_is_refused_before_any_token(tmp_path, tiny_bert):
     """Validation checks local models; a hub model not cached then is caught by the token table job."""
     from workflow_scripts.attention.tokens import write_token_table
-    from workflow_scripts.errors import ConfigError
+    from workflow_scripts.core.errors import ConfigError
 
     data = _data(tmp_path, pairs=False)
     annotation = _whitespace_annotation(data, tmp_path / "annotation.parquet")

@@ -1,4 +1,4 @@
-"""Fine-tuning (workflow_scripts.finetune) of a tiny BERT on tiny tasks written here."""
+"""Fine-tuning (workflow_scripts.finetune.training) of a tiny BERT on tiny tasks written here."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workflow_scripts.checkpoints import load_checkpoint, read_manifest, write_manifest
-from workflow_scripts.errors import ConfigError, InputFormatError
-from workflow_scripts.finetune import (
+from workflow_scripts.models.checkpoints import load_checkpoint, read_manifest, write_manifest
+from workflow_scripts.core.errors import ConfigError, InputFormatError
+from workflow_scripts.finetune.training import (
     FinetuneError,
     epoch_batches,
     finetune,
@@ -190,7 +190,7 @@ def test_save_step_after_the_end_is_an_error(pretrained, sst2, tmp_path):
 def test_gpu_out_of_memory_names_the_settings(pretrained, sst2, tmp_path, monkeypatch):
     import torch
 
-    import workflow_scripts.finetune as ft
+    import workflow_scripts.finetune.training as ft
 
     def out_of_memory(**kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")

@@ -12,14 +12,14 @@ import pytest
 import torch
 from conftest import write_manifest
 
-from workflow_scripts.analysis.gradient import (
+from workflow_scripts.surface.gradient import (
     attention_gradients,
     bert_masking,
     gradient_sums,
     sep_gradient,
     separator_mask,
 )
-from workflow_scripts.analysis.surface_figures import plot_sep_gradient
+from workflow_scripts.surface.figures import plot_sep_gradient
 from workflow_scripts.attention.tokens import TOKEN_SCHEMA
 from workflow_scripts.data.tables import text_task_schema
 

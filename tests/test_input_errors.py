@@ -20,7 +20,7 @@ from workflow_scripts.data.glue import parse_glue_tsv
 from workflow_scripts.data.text_files import decode_text, first_bad_byte, open_text, read_text
 from workflow_scripts.data.ud import parse_conllu
 from workflow_scripts.data.wic import parse_wic_files, parse_wic_release_zip
-from workflow_scripts.errors import InputEncodingError, InputFormatError
+from workflow_scripts.core.errors import InputEncodingError, InputFormatError
 
 LATIN1_E = b"\xe9"
 FIX = "re-encode the file as UTF-8, e.g. iconv -f latin1 -t utf-8"

@@ -15,7 +15,7 @@ from workflow_scripts.attention.annotate import gold_annotation
 from workflow_scripts.attention.texts import TEXT, WORDS, joined_words, model_inputs
 from workflow_scripts.attention.tokens import build_token_table
 from workflow_scripts.data.ud import parse_conllu, treebank_table
-from workflow_scripts.io import read_metadata, write_table
+from workflow_scripts.core.io import read_metadata, write_table
 
 CONLLU = """# sent_id = s1
 # text = I don't walk, its dog won't go. It's big.

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from test_patterns import checkpoint, write_dump, write_tokens
 
-from workflow_scripts.analysis.lexical import (
+from workflow_scripts.finetune_effects.lexical import (
     category_counts,
     category_of,
     lexical_counts,
@@ -19,7 +19,7 @@ from workflow_scripts.analysis.lexical import (
     load_counts,
     task_groups,
 )
-from workflow_scripts.errors import ConfigError
+from workflow_scripts.core.errors import ConfigError
 
 WORDS = ["The", "cat", "sat", "on", "the", "mat"]
 UPOS = ["DET", "NOUN", "VERB", "ADP", "DET", "NOUN"]

@@ -1,4 +1,4 @@
-"""The GLUE metrics (workflow_scripts.metrics) agree with scikit-learn and SciPy on fixed inputs."""
+"""The GLUE metrics (workflow_scripts.finetune.metrics) agree with scikit-learn and SciPy on fixed inputs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 from sklearn import metrics as skm
 
-from workflow_scripts.metrics import (
+from workflow_scripts.finetune.metrics import (
     accuracy,
     f1,
     glue_metrics,

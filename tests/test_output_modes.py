@@ -1,7 +1,7 @@
 """Outputs get the permissions a plain open() gives (0o666 less the umask), not tempfile's 0600.
 
 On a cluster the results folder is shared by a group; an output only its writer can read breaks
-every other member's run. workflow_scripts.io reads the umask once, at import, so each umask is
+every other member's run. workflow_scripts.core.io reads the umask once, at import, so each umask is
 tried in a fresh interpreter that sets it first.
 """
 
@@ -22,7 +22,7 @@ import json, os, sys, tempfile
 os.umask(int(sys.argv[2], 8))
 sys.path.insert(0, sys.argv[3])
 import pandas as pd
-from workflow_scripts import io
+from workflow_scripts.core import io
 
 out = sys.argv[1]
 frame = pd.DataFrame({"a": [1, 2]})
@@ -65,7 +65,7 @@ def test_atomic_outputs_get_the_mode_open_would_give(tmp_path, umask, expected):
 
 
 def test_read_umask_leaves_the_process_umask_alone():
-    from workflow_scripts import io
+    from workflow_scripts.core import io
 
     before = os.umask(0o027)
     try:
@@ -76,7 +76,7 @@ def test_read_umask_leaves_the_process_umask_alone():
 
 
 def test_an_interrupted_write_leaves_no_partial_file(tmp_path):
-    from workflow_scripts.io import atomic_path
+    from workflow_scripts.core.io import atomic_path
 
     with pytest.raises(RuntimeError), atomic_path(tmp_path / "out.csv") as tmp:
         assert tmp.name.startswith(".out.csv.") and tmp.name.endswith(".partial")

@@ -17,7 +17,7 @@ from test_patterns import (
     write_tokens,
 )
 
-from workflow_scripts.analysis.pattern_cnn import (
+from workflow_scripts.finetune_effects.pattern_cnn import (
     f1_scores,
     holdout_split,
     map_images,
@@ -28,13 +28,13 @@ from workflow_scripts.analysis.pattern_cnn import (
     train_cnn,
     train_pattern_cnn,
 )
-from workflow_scripts.analysis.patterns import (
+from workflow_scripts.finetune_effects.patterns import (
     CLASSES,
     Thresholds,
     pattern_classes_part,
     pattern_features,
 )
-from workflow_scripts.errors import InputFormatError
+from workflow_scripts.core.errors import InputFormatError
 
 
 def synthetic_map(kind: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

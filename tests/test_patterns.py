@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from workflow_scripts.analysis.patterns import (
+from workflow_scripts.finetune_effects.patterns import (
     BLOCK,
     CLASSES,
     DIAGONAL,
@@ -33,8 +33,8 @@ from workflow_scripts.analysis.patterns import (
     rule_labels,
 )
 from workflow_scripts.attention.extract import DUMP_SCHEMA
-from workflow_scripts.checkpoints import write_manifest
-from workflow_scripts.errors import AtlasError, ConfigError
+from workflow_scripts.models.checkpoints import write_manifest
+from workflow_scripts.core.errors import AtlasError, ConfigError
 
 # --- helpers: hand-built dumps in the attention stage's formats --------------------------------
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 from test_dependency import token_maps, write_annotation, write_dump, write_tokens
 
-from workflow_scripts.analysis import probes
-from workflow_scripts.analysis.probes import (
+from workflow_scripts.syntax import probes
+from workflow_scripts.syntax.probes import (
     FeatureSource,
     GloveLookup,
     ProbeFeatures,

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from workflow_scripts.analysis.report import (
+from workflow_scripts.report.comparison import (
     COMPARED,
     NOT_COMPUTED,
     TABLES,
@@ -21,13 +21,13 @@ from workflow_scripts.analysis.report import (
     relation_of,
     tasks_in_note,
 )
-from workflow_scripts.analysis.summary_figure import (
+from workflow_scripts.report.summary import (
     _panel_coreference,
     _panel_dependency,
     _panel_probes,
     summary_figure,
 )
-from workflow_scripts.errors import InputFormatError
+from workflow_scripts.core.errors import InputFormatError
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER_VALUES = REPO / "report" / "paper_values.csv"

@@ -19,13 +19,13 @@ import pytest
 import yaml
 from conftest import REPO
 
-from workflow_scripts import results_lock
-from workflow_scripts.results_lock import ResultsInUseError, acquire, lock_path, release
+from workflow_scripts.core import results_lock
+from workflow_scripts.core.results_lock import ResultsInUseError, acquire, lock_path, release
 
 HOLDER = r"""
 import sys
 sys.path.insert(0, sys.argv[2])
-from workflow_scripts.results_lock import acquire
+from workflow_scripts.core.results_lock import acquire
 acquire(sys.argv[1])
 print("held", flush=True)
 sys.stdin.readline()  # hold until the test closes stdin (or kills this process)
@@ -153,8 +153,8 @@ sys.path.insert(0, {repo!r})
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from workflow_scripts import results_lock
-from workflow_scripts.errors import AtlasError
+from workflow_scripts.core import results_lock
+from workflow_scripts.core.errors import AtlasError
 
 RESULTS = config["results"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workflow_scripts.stats import (
+from workflow_scripts.core.stats import (
     bootstrap_p_value,
     format_p_value,
     grouped_holdout,

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from workflow_scripts.analysis.surface import (
+from workflow_scripts.surface.statistics import (
     STATISTICS,
     SurfaceAccumulator,
     concat_parts,
@@ -21,14 +21,14 @@ from workflow_scripts.analysis.surface import (
     token_roles,
     token_text,
 )
-from workflow_scripts.analysis.surface_figures import (
+from workflow_scripts.surface.figures import (
     plot_entropy,
     plot_positional,
     plot_special_tokens,
 )
 from workflow_scripts.attention.extract import DUMP_SCHEMA, shard_names
 from workflow_scripts.attention.tokens import TOKEN_SCHEMA
-from workflow_scripts.errors import AtlasError
+from workflow_scripts.core.errors import AtlasError
 
 LN5 = float(np.log(5))
 

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from workflow_scripts.io import read_metadata
+from workflow_scripts.core.io import read_metadata
 
 pytestmark = pytest.mark.e2e
 

@@ -33,13 +33,13 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workflow_scripts.analysis.pattern_cnn import (
+from workflow_scripts.finetune_effects.pattern_cnn import (
     LABEL_COLUMNS,
     collect_maps,
     read_labels,
 )
-from workflow_scripts.analysis.patterns import CLASSES, Thresholds
-from workflow_scripts.finetune import dev_split
+from workflow_scripts.finetune_effects.patterns import CLASSES, Thresholds
+from workflow_scripts.finetune.training import dev_split
 
 
 def dump_paths(results: Path, model: str, checkpoint: str, task: str) -> tuple[Path, Path]:

@@ -22,8 +22,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import ConfigError
-from ..io import write_table
+from ..core.errors import ConfigError
+from ..core.io import write_table
 from .texts import example_texts
 
 log = logging.getLogger(__name__)

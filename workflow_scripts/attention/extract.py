@@ -23,8 +23,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import AtlasError
-from ..io import atomic_path, read_metadata, write_json
+from ..core.errors import AtlasError
+from ..core.io import atomic_path, read_metadata, write_json
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ def extract_attention(checkpoint_manifest: str | Path, token_table: str | Path, 
     """Run the checkpoint over every example of a token table and write the attention shards."""
     import torch
 
-    from ..checkpoints import load_checkpoint, read_manifest
+    from ..models.checkpoints import load_checkpoint, read_manifest
 
     torch.set_num_threads(max(1, threads))
     out_dir = Path(out_dir)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from ..errors import AtlasError
+from ..core.errors import AtlasError
 from .align import tokens_to_words, word_units
 
 log = logging.getLogger(__name__)

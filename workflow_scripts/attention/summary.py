@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..io import read_metadata, write_csv
+from ..core.io import read_metadata, write_csv
 from .extract import read_dump_manifest
 
 

@@ -26,9 +26,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import AtlasError, ConfigError
-from ..models import max_length_problem, position_limit
-from ..io import write_table
+from ..core.errors import AtlasError, ConfigError
+from ..models.cards import max_length_problem, position_limit
+from ..core.io import write_table
 from .align import align_tokens_to_words
 from .texts import WORDS, model_inputs
 
@@ -129,7 +129,7 @@ def write_token_table(checkpoint_manifest: str | Path, data_path: str | Path, an
                       input_protocol: str = WORDS, offline: bool = False) -> dict[str, Any]:
     from transformers import AutoConfig, AutoTokenizer
 
-    from ..checkpoints import read_manifest
+    from ..models.checkpoints import read_manifest
 
     manifest = read_manifest(checkpoint_manifest)
     tokenizer = AutoTokenizer.from_pretrained(manifest["load_from"], local_files_only=offline)

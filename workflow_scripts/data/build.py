@@ -13,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..io import read_metadata, write_csv, write_table
+from ..core.io import read_metadata, write_csv, write_table
 from . import glove as glove_parser
 from . import wiki as wiki_parser
 from .fetch import download, from_public_source

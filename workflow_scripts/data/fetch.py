@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from ..errors import SourceUnavailableError
-from ..io import atomic_path
+from ..core.errors import SourceUnavailableError
+from ..core.io import atomic_path
 from .registry import mirror_candidates
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InputFormatError
+from ..core.errors import InputFormatError
 from .text_files import open_text
 
 

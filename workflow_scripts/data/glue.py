@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..errors import InputFormatError
+from ..core.errors import InputFormatError
 from .registry import GLUE_HUB_DATASET, GLUE_TASKS, GlueTask
 from .tables import text_task_schema
 from .text_files import open_text

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
-from ..errors import InputEncodingError
+from ..core.errors import InputEncodingError
 
 T = TypeVar("T")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import conllu
 import pyarrow as pa
 
-from ..errors import InputFormatError
+from ..core.errors import InputFormatError
 from .tables import MENTION_SCHEMA, TREEBANK_SCHEMA
 from .text_files import open_text
 from .ud_checks import check_head_column, check_tree, unparsable_line

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import conllu
 
-from ..errors import InputFormatError
+from ..core.errors import InputFormatError
 
 if TYPE_CHECKING:
     from .ud import Sentence

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..errors import InputFormatError
+from ..core.errors import InputFormatError
 from .registry import WIC_LABELS
 from .tables import text_task_schema
 from .text_files import decode_text, read_text

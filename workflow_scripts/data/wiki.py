@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ..errors import ConfigError, InputFormatError
+from ..core.errors import ConfigError, InputFormatError
 from .tables import text_task_schema
 
 WIKI_EXTRA = [pa.field("article", pa.string())]

@@ -27,8 +27,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import AtlasError
-from ..io import write_table
+from ..core.errors import AtlasError
+from ..core.io import write_table
 from .tables import TREEBANK_SCHEMA
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..io import setup_logging
+from ..core.io import setup_logging
 
 ENTRY_POINTS: dict[str, Callable[[Any], None]] = {}
 

@@ -14,7 +14,7 @@ from . import entry_point
 
 
 def finetune(smk: Any) -> None:
-    from ..finetune import finetune as run_finetune
+    from ..finetune.training import finetune as run_finetune
 
     run_finetune(model_name=smk.wildcards.model, task=smk.params.task, seed=int(smk.wildcards.seed),
                  pretrained=smk.input.pretrained, train_path=smk.input.train, dev_path=smk.input.dev,
@@ -30,6 +30,6 @@ for _task in TASKS:
 
 @entry_point("finetune_metrics_table")
 def finetune_metrics_table(smk: Any) -> None:
-    from ..finetune import metrics_table
+    from ..finetune.training import metrics_table
 
     metrics_table(list(smk.input), smk.output[0])

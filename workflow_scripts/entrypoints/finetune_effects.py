@@ -9,14 +9,14 @@ from . import entry_point
 
 
 def _thresholds(params: Any):
-    from ..analysis.patterns import Thresholds
+    from ..finetune_effects.patterns import Thresholds
 
     return Thresholds.from_config(params.thresholds)
 
 
 @entry_point("pattern_features")
 def pattern_features(smk: Any) -> None:
-    from ..analysis.patterns import pattern_features as run
+    from ..finetune_effects.patterns import pattern_features as run
 
     run(Path(smk.input.dump).parent, smk.input.tokens, smk.output[0], thresholds=_thresholds(smk.params),
         max_examples=smk.params.max_examples)
@@ -24,8 +24,8 @@ def pattern_features(smk: Any) -> None:
 
 @entry_point("pattern_label_seed")
 def pattern_label_seed(smk: Any) -> None:
-    from ..analysis.pattern_cnn import seed_labels
-    from ..io import write_csv
+    from ..finetune_effects.pattern_cnn import seed_labels
+    from ..core.io import write_csv
 
     p = smk.params
     parts = {(checkpoint, task): path for (checkpoint, task), path in zip(p.pairs, smk.input.features)}
@@ -34,7 +34,7 @@ def pattern_label_seed(smk: Any) -> None:
 
 @entry_point("pattern_cnn")
 def pattern_cnn(smk: Any) -> None:
-    from ..analysis.pattern_cnn import train_pattern_cnn
+    from ..finetune_effects.pattern_cnn import train_pattern_cnn
 
     p = smk.params
     dumps = {(checkpoint, task): (Path(dump).parent, tokens)
@@ -48,7 +48,7 @@ def pattern_cnn(smk: Any) -> None:
 
 @entry_point("pattern_classes_part")
 def pattern_classes_part(smk: Any) -> None:
-    from ..analysis.patterns import pattern_classes_part as run
+    from ..finetune_effects.patterns import pattern_classes_part as run
 
     p, w = smk.params, smk.wildcards
     dump = smk.input.get("dump")
@@ -60,7 +60,7 @@ def pattern_classes_part(smk: Any) -> None:
 
 @entry_point("finetune_change_part")
 def finetune_change_part(smk: Any) -> None:
-    from ..analysis.change import finetune_change
+    from ..finetune_effects.change import finetune_change
 
     p, w = smk.params, smk.wildcards
     finetune_change(Path(smk.input.pretrained).parent, Path(smk.input.dump).parent, smk.input.tokens, smk.output[0],
@@ -70,7 +70,7 @@ def finetune_change_part(smk: Any) -> None:
 
 @entry_point("lexical_counts")
 def lexical_counts(smk: Any) -> None:
-    from ..analysis.lexical import lexical_counts as run
+    from ..finetune_effects.lexical import lexical_counts as run
 
     p = smk.params
     run(Path(smk.input.dump).parent, smk.input.tokens, smk.input.annotation, smk.output.counts,
@@ -79,7 +79,7 @@ def lexical_counts(smk: Any) -> None:
 
 @entry_point("pattern_classes_table")
 def pattern_classes_table(smk: Any) -> None:
-    from ..analysis.patterns import combine_parts
+    from ..finetune_effects.patterns import combine_parts
 
     combine_parts(list(smk.input), smk.output[0], ["model", "task", "checkpoint", "class"],
                   pretrained_only=smk.params.pretrained_only)
@@ -87,14 +87,14 @@ def pattern_classes_table(smk: Any) -> None:
 
 @entry_point("pattern_classifier_table")
 def pattern_classifier_table(smk: Any) -> None:
-    from ..analysis.patterns import combine_parts
+    from ..finetune_effects.patterns import combine_parts
 
     combine_parts(list(smk.input), smk.output[0], ["model", "classifier", "evaluated_on"])
 
 
 @entry_point("finetune_change_table")
 def finetune_change_table(smk: Any) -> None:
-    from ..analysis.patterns import combine_parts
+    from ..finetune_effects.patterns import combine_parts
 
     combine_parts(list(smk.input), smk.output[0], ["model", "task", "checkpoint", "layer", "head"],
                   empty_columns=["model", "task", "checkpoint", "kind", "seed", "step", "global_step", "layer",
@@ -103,7 +103,7 @@ def finetune_change_table(smk: Any) -> None:
 
 @entry_point("lexical_tables")
 def lexical_tables(smk: Any) -> None:
-    from ..analysis.lexical import lexical_tables as run
+    from ..finetune_effects.lexical import lexical_tables as run
 
     p, out = smk.params, smk.output
     parts = {tuple(target): (counts, manifest)
@@ -115,7 +115,7 @@ def lexical_tables(smk: Any) -> None:
 
 @entry_point("finetune_effects_figures")
 def finetune_effects_figures(smk: Any) -> None:
-    from ..analysis.finetune_figures import (
+    from ..finetune_effects.figures import (
         plot_finetune_change,
         plot_lexical_layers,
         plot_pattern_classes,

@@ -11,7 +11,7 @@ from . import entry_point
 
 @entry_point("model_card")
 def model_card(smk: Any) -> None:
-    from ..models import describe_model
+    from ..models.cards import describe_model
 
     describe_model(smk.wildcards.model, dict(smk.params.entry), smk.output[0], offline=smk.params.offline)
 
@@ -22,7 +22,7 @@ def models_table(smk: Any) -> None:
 
     import pandas as pd
 
-    from ..io import write_csv
+    from ..core.io import write_csv
 
     cards = [json.loads(Path(p).read_text()) for p in smk.input]
     frame = pd.DataFrame.from_records(cards).drop(columns=["special_tokens"])
@@ -32,8 +32,8 @@ def models_table(smk: Any) -> None:
 
 @entry_point("pretrained_checkpoint")
 def pretrained_checkpoint(smk: Any) -> None:
-    from ..checkpoints import make_pretrained
-    from ..models import model_location
+    from ..models.checkpoints import make_pretrained
+    from ..models.cards import model_location
 
     entry = dict(smk.params.entry)
     make_pretrained(smk.wildcards.model, model_location(smk.wildcards.model, entry),
@@ -42,8 +42,8 @@ def pretrained_checkpoint(smk: Any) -> None:
 
 @entry_point("random_checkpoint")
 def random_checkpoint(smk: Any) -> None:
-    from ..checkpoints import make_random
-    from ..models import model_location
+    from ..models.checkpoints import make_random
+    from ..models.cards import model_location
 
     entry = dict(smk.params.entry)
     make_random(smk.wildcards.model, model_location(smk.wildcards.model, entry), Path(smk.output[0]).parent,

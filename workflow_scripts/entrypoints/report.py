@@ -9,15 +9,15 @@ from . import entry_point
 
 def _tables(smk: Any) -> dict[str, str | None]:
     """Every study table the report reads: its input path, or None where the study does not produce it."""
-    from ..analysis.report import TABLES
+    from ..report.comparison import TABLES
 
     return {name: smk.input.get(name) for name in TABLES}
 
 
 @entry_point("paper_comparison")
 def paper_comparison(smk: Any) -> None:
-    from ..analysis.report import StudyContext
-    from ..analysis.report import paper_comparison as run
+    from ..report.comparison import StudyContext
+    from ..report.comparison import paper_comparison as run
 
     p = smk.params
     run(smk.input.paper_values, _tables(smk), smk.output[0], context=StudyContext.from_mapping(p.context),
@@ -26,8 +26,8 @@ def paper_comparison(smk: Any) -> None:
 
 @entry_point("summary_figure")
 def summary_figure(smk: Any) -> None:
-    from ..analysis.report import StudyContext
-    from ..analysis.summary_figure import summary_figure as run
+    from ..report.comparison import StudyContext
+    from ..report.summary import summary_figure as run
 
     p = smk.params
     run(smk.wildcards.model, _tables(smk), smk.input.paper_values, smk.output.png, smk.output.pdf,

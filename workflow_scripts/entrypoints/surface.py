@@ -9,7 +9,7 @@ from . import entry_point
 
 @entry_point("surface_heads_part")
 def surface_heads_part(smk: Any) -> None:
-    from ..analysis.surface import separator_token_id, surface_heads
+    from ..surface.statistics import separator_token_id, surface_heads
 
     p = smk.params
     surface_heads(smk.input.dump, smk.input.tokens, smk.output[0], model=smk.wildcards.model,
@@ -20,7 +20,7 @@ def surface_heads_part(smk: Any) -> None:
 
 @entry_point("sep_gradient_part")
 def sep_gradient_part(smk: Any) -> None:
-    from ..analysis.gradient import sep_gradient
+    from ..surface.gradient import sep_gradient
 
     p = smk.params
     sep_gradient(smk.input.checkpoint, smk.input.tokens, smk.output[0],
@@ -31,7 +31,7 @@ def sep_gradient_part(smk: Any) -> None:
 
 @entry_point("head_clusters_part")
 def head_clusters_part(smk: Any) -> None:
-    from ..analysis.clustering import head_clusters
+    from ..surface.clustering import head_clusters
 
     p = smk.params
     head_clusters(smk.input.dump, smk.input.tokens, smk.input.surface, smk.output.clusters,
@@ -42,28 +42,28 @@ def head_clusters_part(smk: Any) -> None:
 
 @entry_point("surface_heads_table")
 def surface_heads_table(smk: Any) -> None:
-    from ..analysis.surface import concat_parts
+    from ..surface.statistics import concat_parts
 
     concat_parts(list(smk.input), smk.output[0], ["model", "checkpoint", "layer", "head"])
 
 
 @entry_point("sep_gradient_table")
 def sep_gradient_table(smk: Any) -> None:
-    from ..analysis.surface import concat_parts
+    from ..surface.statistics import concat_parts
 
     concat_parts(list(smk.input), smk.output[0], ["model", "checkpoint", "layer"])
 
 
 @entry_point("head_clusters_table")
 def head_clusters_table(smk: Any) -> None:
-    from ..analysis.surface import concat_parts
+    from ..surface.statistics import concat_parts
 
     concat_parts(list(smk.input), smk.output[0], ["model", "checkpoint", "layer", "head"])
 
 
 @entry_point("surface_figures")
 def surface_figures(smk: Any) -> None:
-    from ..analysis.surface_figures import (
+    from ..surface.figures import (
         plot_entropy,
         plot_positional,
         plot_special_tokens,
@@ -77,13 +77,13 @@ def surface_figures(smk: Any) -> None:
 
 @entry_point("sep_gradient_figure")
 def sep_gradient_figure(smk: Any) -> None:
-    from ..analysis.surface_figures import plot_sep_gradient
+    from ..surface.figures import plot_sep_gradient
 
     plot_sep_gradient(smk.input[0], smk.output.png, smk.output.pdf)
 
 
 @entry_point("head_clusters_figure")
 def head_clusters_figure(smk: Any) -> None:
-    from ..analysis.surface_figures import plot_head_clusters
+    from ..surface.figures import plot_head_clusters
 
     plot_head_clusters(smk.input[0], smk.output.png, smk.output.pdf)

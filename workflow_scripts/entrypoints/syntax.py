@@ -19,7 +19,7 @@ def gum_windows(smk: Any) -> None:
 def dependency_scores(smk: Any) -> None:
     from pathlib import Path
 
-    from ..analysis.dependency import score_dependency_heads
+    from ..syntax.dependency import score_dependency_heads
 
     score_dependency_heads(Path(smk.input.dump).parent, smk.input.tokens, smk.input.annotation, smk.output[0],
                            max_offset=smk.params.max_offset)
@@ -27,7 +27,7 @@ def dependency_scores(smk: Any) -> None:
 
 @entry_point("dependency_tables")
 def dependency_tables(smk: Any) -> None:
-    from ..analysis.dependency_selection import summarise_dependency
+    from ..syntax.dependency_selection import summarise_dependency
 
     parts = dict(zip(smk.params.part_keys, smk.input.parts))
     summarise_dependency(parts, smk.output.heads, smk.output.best, relations=smk.params.relations,
@@ -39,7 +39,7 @@ def dependency_tables(smk: Any) -> None:
 def coreference_scores(smk: Any) -> None:
     from pathlib import Path
 
-    from ..analysis.coreference import score_coreference_heads
+    from ..syntax.coreference import score_coreference_heads
 
     score_coreference_heads(Path(smk.input.dump).parent, smk.input.tokens, smk.input.annotation,
                             smk.input.mentions, smk.output[0])
@@ -47,7 +47,7 @@ def coreference_scores(smk: Any) -> None:
 
 @entry_point("coreference_tables")
 def coreference_tables(smk: Any) -> None:
-    from ..analysis.coreference import summarise_coreference
+    from ..syntax.coreference import summarise_coreference
 
     parts = dict(zip(smk.params.part_keys, smk.input.parts))
     summarise_coreference(parts, smk.output.heads, smk.output.best, resamples=smk.params.resamples,
@@ -58,7 +58,7 @@ def coreference_tables(smk: Any) -> None:
 def probe_features(smk: Any) -> None:
     from pathlib import Path
 
-    from ..analysis.probes import build_probe_features
+    from ..syntax.probes import build_probe_features
 
     build_probe_features(Path(smk.input.dump).parent, smk.input.tokens, smk.input.annotation, smk.output.maps,
                          smk.output.index, max_sentences=smk.params.max_sentences, seed=smk.params.seed)
@@ -66,7 +66,7 @@ def probe_features(smk: Any) -> None:
 
 @entry_point("probe_attention")
 def probe_attention(smk: Any) -> None:
-    from ..analysis.probes import run_attention_probe
+    from ..syntax.probes import run_attention_probe
 
     run_attention_probe(smk.wildcards.probe, smk.input.train_maps, smk.input.train_index, smk.input.test_maps,
                         smk.input.test_index, smk.input.train_annotation, smk.input.test_annotation,
@@ -77,7 +77,7 @@ def probe_attention(smk: Any) -> None:
 
 @entry_point("probe_baseline")
 def probe_baseline(smk: Any) -> None:
-    from ..analysis.probes import run_baseline_probe
+    from ..syntax.probes import run_baseline_probe
 
     run_baseline_probe(smk.wildcards.probe, smk.input.train_tokens, smk.input.test_tokens,
                        smk.input.train_annotation, smk.input.test_annotation, smk.input.get("glove"), smk.output[0],
@@ -88,7 +88,7 @@ def probe_baseline(smk: Any) -> None:
 
 @entry_point("probe_mst")
 def probe_mst(smk: Any) -> None:
-    from ..analysis.probes import run_mst
+    from ..syntax.probes import run_mst
 
     run_mst(smk.input.test_maps, smk.input.test_index, smk.input.test_annotation, smk.input.selection,
             smk.output[0], exclude_punct=smk.params.exclude_punct)
@@ -96,7 +96,7 @@ def probe_mst(smk: Any) -> None:
 
 @entry_point("probes_table")
 def probes_table(smk: Any) -> None:
-    from ..analysis.probes import summarise_probes
+    from ..syntax.probes import summarise_probes
 
     parts = [(*key, path) for key, path in zip(smk.params.part_keys, smk.input.parts)]
     summarise_probes(parts, smk.output[0], resamples=smk.params.resamples, seed=smk.params.seed)
@@ -104,7 +104,7 @@ def probes_table(smk: Any) -> None:
 
 @entry_point("dependency_heatmaps")
 def dependency_heatmaps(smk: Any) -> None:
-    from ..analysis.syntax_figures import dependency_heatmaps as draw
+    from ..syntax.figures import dependency_heatmaps as draw
 
     draw(smk.input.heads, smk.input.best, smk.output.png, smk.output.pdf, model=smk.wildcards.model,
          checkpoint=smk.wildcards.checkpoint, relations=smk.params.relations, select_split=smk.params.select_split,
@@ -115,7 +115,7 @@ def dependency_heatmaps(smk: Any) -> None:
 def best_head_maps(smk: Any) -> None:
     from pathlib import Path
 
-    from ..analysis.syntax_figures import best_head_maps as draw
+    from ..syntax.figures import best_head_maps as draw
 
     draw(Path(smk.input.dump).parent, smk.input.tokens, smk.input.annotation, smk.input.best, smk.output.png,
          smk.output.pdf, model=smk.wildcards.model, checkpoint=smk.wildcards.checkpoint,

@@ -16,9 +16,9 @@ from typing import Any
 import jsonschema
 import yaml
 
-from .data.registry import corpus_splits, find_in_mirror
-from .errors import ConfigError
-from .models import local_position_limit, max_length_problem, model_location
+from ..data.registry import corpus_splits, find_in_mirror
+from ..core.errors import ConfigError
+from ..models.cards import local_position_limit, max_length_problem, model_location
 
 log = logging.getLogger(__name__)
 

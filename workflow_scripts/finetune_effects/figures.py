@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import AtlasError
-from ..figures import save_figure
-from ..io import read_csv
+from ..core.errors import AtlasError
+from ..core.figures import save_figure
+from ..core.io import read_csv
 from .lexical import CATEGORIES
 from .patterns import CLASSES
 

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import AtlasError, ConfigError
-from ..io import write_csv
+from ..core.errors import AtlasError, ConfigError
+from ..core.io import write_csv
 
 log = logging.getLogger(__name__)
 

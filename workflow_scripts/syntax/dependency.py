@@ -47,8 +47,8 @@ import pyarrow.parquet as pq
 
 from ..attention.reader import AttentionDump
 from ..attention.tokens import token_words
-from ..errors import AtlasError
-from ..io import write_table
+from ..core.errors import AtlasError
+from ..core.io import write_table
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .errors import AtlasError
-from .io import write_json
+from ..core.errors import AtlasError
+from ..core.io import write_json
 
 log = logging.getLogger(__name__)
 

@@ -31,9 +31,9 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from ..errors import AtlasError
-from ..io import read_csv, write_csv
-from ..stats import DEFAULT_RESAMPLES, ratio_bootstrap_ci
+from ..core.errors import AtlasError
+from ..core.io import read_csv, write_csv
+from ..core.stats import DEFAULT_RESAMPLES, ratio_bootstrap_ci
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +234,7 @@ def separator_token_id(checkpoint_manifest: str | Path, offline: bool = False) -
     """The tokenizer's ``sep_token_id`` of a checkpoint (None if it defines none)."""
     from transformers import AutoTokenizer
 
-    from ..checkpoints import read_manifest
+    from ..models.checkpoints import read_manifest
 
     manifest = read_manifest(checkpoint_manifest)
     tokenizer = AutoTokenizer.from_pretrained(manifest["load_from"], local_files_only=offline)

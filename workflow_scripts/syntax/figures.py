@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 
 from ..attention.reader import AttentionDump, to_word_level
 from ..attention.tokens import token_words
-from ..errors import AtlasError
-from ..figures import head_label, save_figure
+from ..core.errors import AtlasError
+from ..core.figures import head_label, save_figure
 from .dependency import ALL, DEP_TO_HEAD, EITHER, HEAD_TO_DEP, read_trees
 
 log = logging.getLogger(__name__)

@@ -54,9 +54,9 @@ import pyarrow.parquet as pq
 
 from ..attention.reader import AttentionDump, to_word_level
 from ..attention.tokens import token_words
-from ..errors import AtlasError
-from ..io import atomic_path, read_metadata, write_csv, write_table
-from ..stats import paired_bootstrap_test, ratio_bootstrap_ci
+from ..core.errors import AtlasError
+from ..core.io import atomic_path, read_metadata, write_csv, write_table
+from ..core.stats import paired_bootstrap_test, ratio_bootstrap_ci
 from .dependency import read_trees
 
 log = logging.getLogger(__name__)

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import AtlasError
-from ..figures import save_figure
-from ..io import read_csv
+from ..core.errors import AtlasError
+from ..core.figures import save_figure
+from ..core.io import read_csv
 from .clustering import BEHAVIOURS
 
 BEHAVIOUR_COLOURS = {"cls": "tab:red", "sep": "tab:blue", "punct": "tab:purple", "next": "tab:green",

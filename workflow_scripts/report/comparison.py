@@ -59,13 +59,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..checkpoints import parse_checkpoint_name
-from ..errors import AtlasError, InputFormatError
-from ..figures import head_label
-from ..io import write_csv
-from ..stats import DEFAULT_RESAMPLES, format_p_value
-from .dependency import PAPER_LABELS
-from .finetune_figures import TASK_NAMES
+from ..models.checkpoints import parse_checkpoint_name
+from ..core.errors import AtlasError, InputFormatError
+from ..core.figures import head_label
+from ..core.io import write_csv
+from ..core.stats import DEFAULT_RESAMPLES, format_p_value
+from ..syntax.dependency import PAPER_LABELS
+from ..finetune_effects.figures import TASK_NAMES
 
 log = logging.getLogger(__name__)
 

@@ -41,9 +41,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import AtlasError, ConfigError
-from ..io import read_csv, write_csv, write_table
-from ..stats import DEFAULT_RESAMPLES, ratio_bootstrap_ci
+from ..core.errors import AtlasError, ConfigError
+from ..core.io import read_csv, write_csv, write_table
+from ..core.stats import DEFAULT_RESAMPLES, ratio_bootstrap_ci
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ def first_examples(token_table: str | Path, cap: int | None) -> list[int]:
 
 def checkpoint_info(manifest_path: str | Path) -> dict[str, Any]:
     """kind, seed, step and global_step of a checkpoint (global_step 0 for pretrained/random)."""
-    from ..checkpoints import read_manifest
+    from ..models.checkpoints import read_manifest
 
     manifest = read_manifest(manifest_path)
     kind = manifest.get("kind", "pretrained")

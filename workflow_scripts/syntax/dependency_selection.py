@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from ..errors import AtlasError
-from ..io import read_metadata, write_csv
-from ..stats import paired_bootstrap_test, ratio_bootstrap_ci
+from ..core.errors import AtlasError
+from ..core.io import read_metadata, write_csv
+from ..core.stats import paired_bootstrap_test, ratio_bootstrap_ci
 from .dependency import ALL, DEP_TO_HEAD, DIRECTIONS, EITHER, HEAD_TO_DEP, paper_label
 
 log = logging.getLogger(__name__)

@@ -30,12 +30,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .checkpoints import MANIFEST, read_manifest, write_manifest
-from .data.registry import GLUE_TASKS, WIC_LABELS, mirror_candidates
-from .errors import AtlasError, ConfigError, InputFormatError
-from .io import write_csv, write_json
+from ..models.checkpoints import MANIFEST, read_manifest, write_manifest
+from ..data.registry import GLUE_TASKS, WIC_LABELS, mirror_candidates
+from ..core.errors import AtlasError, ConfigError, InputFormatError
+from ..core.io import write_csv, write_json
 from .metrics import glue_metrics, main_metric, majority_baseline
-from .models import max_length_problem, position_limit
+from ..models.cards import max_length_problem, position_limit
 
 log = logging.getLogger(__name__)
 

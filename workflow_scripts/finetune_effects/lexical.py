@@ -33,9 +33,9 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from ..errors import AtlasError, ConfigError
-from ..io import atomic_path, write_csv, write_json
-from ..stats import DEFAULT_RESAMPLES, format_p_value, paired_bootstrap_test, ratio_bootstrap_ci
+from ..core.errors import AtlasError, ConfigError
+from ..core.io import atomic_path, write_csv, write_json
+from ..core.stats import DEFAULT_RESAMPLES, format_p_value, paired_bootstrap_test, ratio_bootstrap_ci
 from .patterns import checkpoint_info, first_examples, integer_columns
 
 log = logging.getLogger(__name__)

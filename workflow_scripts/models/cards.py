@@ -14,8 +14,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, SourceUnavailableError
-from .io import write_json
+from ..core.errors import ConfigError, SourceUnavailableError
+from ..core.io import write_json
 
 log = logging.getLogger(__name__)
 

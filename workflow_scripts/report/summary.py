@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..figures import save_figure
-from .dependency import PAPER_LABELS
-from .finetune_figures import TASK_NAMES
-from .report import (
+from ..core.figures import save_figure
+from ..syntax.dependency import PAPER_LABELS
+from ..finetune_effects.figures import TASK_NAMES
+from .comparison import (
     CONTROL,
     COREF_HELD_OUT,
     COREF_SAME_SPLIT,

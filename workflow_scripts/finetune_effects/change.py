@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import AtlasError
-from ..io import write_csv
-from ..stats import DEFAULT_RESAMPLES, ratio_bootstrap_ci
+from ..core.errors import AtlasError
+from ..core.io import write_csv
+from ..core.stats import DEFAULT_RESAMPLES, ratio_bootstrap_ci
 from .patterns import checkpoint_info, first_examples
 
 log = logging.getLogger(__name__)

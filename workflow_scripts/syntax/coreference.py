@@ -40,9 +40,9 @@ import pyarrow.parquet as pq
 
 from ..attention.reader import AttentionDump
 from ..attention.tokens import token_words
-from ..errors import AtlasError
-from ..io import read_metadata, write_csv, write_table
-from ..stats import paired_bootstrap_test, ratio_bootstrap_ci
+from ..core.errors import AtlasError
+from ..core.io import read_metadata, write_csv, write_table
+from ..core.stats import paired_bootstrap_test, ratio_bootstrap_ci
 from .dependency import predicted_words
 
 log = logging.getLogger(__name__)

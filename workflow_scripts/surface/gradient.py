@@ -34,10 +34,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..checkpoints import read_manifest
-from ..errors import AtlasError
-from ..io import write_csv
-from ..stats import DEFAULT_RESAMPLES, ratio_bootstrap_ci
+from ..models.checkpoints import read_manifest
+from ..core.errors import AtlasError
+from ..core.io import write_csv
+from ..core.stats import DEFAULT_RESAMPLES, ratio_bootstrap_ci
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +203,7 @@ def task_examples(manifest: dict[str, Any], task_data: str | Path, tokenizer: An
     """Yield (inputs of one dev example with its label, separator mask) for the task loss."""
     import torch
 
-    from ..finetune import TaskData, dev_split, label_names, load_split
+    from ..finetune.training import TaskData, dev_split, label_names, load_split
 
     task = manifest["task"]
     frame = load_split(task_data, task, dev_split(task))

@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import AtlasError, InputFormatError
-from ..io import atomic_path, write_csv
-from ..stats import grouped_holdout
+from ..core.errors import AtlasError, InputFormatError
+from ..core.io import atomic_path, write_csv
+from ..core.stats import grouped_holdout
 from .patterns import (
     CLASSES,
     Thresholds,

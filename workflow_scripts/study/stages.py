@@ -1,0 +1,13 @@
+"""The study's stages, in the order the DAG runs them.
+
+One name per stage, the same everywhere: ``rules/<stage>.smk``, ``workflow_scripts/<stage>/``,
+``workflow_scripts/entrypoints/<stage>.py``, ``docs/``, ``report/`` and ``tests/<stage>/``.
+A stage that publishes tables, paper comparisons or summary panels declares them in its own
+``workflow_scripts/<stage>/report.py`` (the types are in :mod:`workflow_scripts.report.items`);
+the report finds those declarations through this list and never imports a stage by name.
+"""
+
+from __future__ import annotations
+
+STAGES: tuple[str, ...] = ("data", "models", "finetune", "attention", "surface", "syntax", "finetune_effects",
+                           "report")
