@@ -15,7 +15,6 @@ configfile: os.path.join(workflow.basedir, "config.yaml")
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/models.smk"
-include: "rules/checkpoints.smk"
 include: "rules/finetune.smk"
 include: "rules/attention.smk"
 include: "rules/surface.smk"
@@ -36,20 +35,20 @@ from workflow_scripts.core.errors import AtlasError
 
 onstart:
     try:
-        results_lock.on_start(workflow, RESULTS, warn=logger.warning)
+        results_lock.on_start(workflow, STUDY.results, warn=logger.warning)
     except AtlasError as error:
         raise WorkflowError(str(error)) from None
 
 
 onsuccess:
-    results_lock.release(RESULTS)
+    results_lock.release(STUDY.results)
 
 
 onerror:
-    results_lock.release(RESULTS)
+    results_lock.release(STUDY.results)
 
 
 rule all:
-    input:
-        study_outputs(),
     default_target: True
+    input:
+        STUDY.outputs(),

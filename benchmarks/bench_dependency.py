@@ -73,6 +73,8 @@ def measure(mode: str, dump: str, tokens: str, annotation: str, limit: int | Non
     sys.path.insert(0, str(REPO))
     import numpy as np
 
+    from workflow_scripts.attention.reader import AttentionDump
+    from workflow_scripts.attention.tokens import token_words
     from workflow_scripts.syntax.dependency import (
         offsets_for,
         read_trees,
@@ -80,8 +82,6 @@ def measure(mode: str, dump: str, tokens: str, annotation: str, limit: int | Non
         score_dependency_heads,
         score_sentence,
     )
-    from workflow_scripts.attention.reader import AttentionDump
-    from workflow_scripts.attention.tokens import token_words
 
     reader = AttentionDump(dump)
     rss_before = peak_rss_mib()

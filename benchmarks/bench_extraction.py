@@ -28,12 +28,12 @@ import pyarrow.parquet as pq
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from workflow_scripts.attention.extract import (
+from workflow_scripts.attention.extract import (  # noqa: E402 - the repository is on sys.path only from here
     extract_attention,
     length_batches,
     read_examples,
 )
-from workflow_scripts.models.checkpoints import write_manifest
+from workflow_scripts.models.checkpoints import write_manifest  # noqa: E402 - as above
 
 DEFAULT_TOKENS = REPO / "results" / "tokens" / "all-MiniLM-L6-v2" / "wiki" / "segments.parquet"
 

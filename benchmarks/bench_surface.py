@@ -35,8 +35,8 @@ def measure(mode: str, dump: str, tokens: str, limit: int | None) -> dict:
     sys.path.insert(0, str(REPO))
     import numpy as np  # noqa: F401  (imports before the clock and the baseline RSS)
 
-    from workflow_scripts.surface.statistics import SurfaceAccumulator, read_token_roles
     from workflow_scripts.attention.reader import AttentionDump
+    from workflow_scripts.surface.statistics import SurfaceAccumulator, read_token_roles
 
     roles = read_token_roles(tokens) if mode == "surface" else None
     reader = AttentionDump(dump)
@@ -120,7 +120,8 @@ def main() -> int:
               f"{r['examples_per_s']:7.1f} ex/s | "
               f"peak RSS {r['rss_before_mib']:6.1f} MiB before, {r['rss_streamed_mib']:6.1f} after streaming, "
               f"{r['peak_rss_mib']:6.1f} after the bootstrap ({r['bootstrap_seconds']:.2f} s)")
-    print(f"peak RSS while streaming, 100 -> {full['examples']} examples: statistics {first['rss_streamed_mib']:.1f} -> "
+    print(f"peak RSS while streaming, 100 -> {full['examples']} examples: "
+          f"statistics {first['rss_streamed_mib']:.1f} -> "
           f"{full['rss_streamed_mib']:.1f} MiB, stream-only baseline {baseline_first['rss_streamed_mib']:.1f} -> "
           f"{baseline['rss_streamed_mib']:.1f} MiB; statistics on top of streaming: "
           f"{first['rss_streamed_mib'] - baseline_first['rss_streamed_mib']:+.1f} MiB at 100, "

@@ -1,40 +1,85 @@
-# Models: resolve every selected model (hub id, local path or package folder) and record what it is.
+# Models (METHODS 1, 3): resolve every selected model (hub id, local path or package folder), record what it
+# is, and make its pretrained and random-init checkpoints.
 
 
 rule model_card:
     output:
-        f"{RESULTS}/models/{{model}}/model.json",
-    params:
-        entry=lambda wc: model_source(wc.model),
-        offline=OFFLINE,
+        f"{STUDY.results}/models/{{model}}/model.json",
     log:
-        f"{RESULTS}/logs/models/{{model}}_card.log",
+        f"{STUDY.results}/logs/models/{{model}}_card.log",
+    conda:
+        "../envs/models.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=30,
-    conda:
-        "../envs/models.yaml"
+    params:
+        entry=lambda wc: STUDY.model_source(wc.model),
+        offline=STUDY.offline,
     script:
         "scripts/entry.py"
 
 
 rule models_table:
     input:
-        expand(f"{RESULTS}/models/{{model}}/model.json", model=STUDY["models"]),
+        expand(f"{STUDY.results}/models/{{model}}/model.json", model=STUDY.models),
     output:
         report(
-            f"{RESULTS}/tables/models.csv",
+            f"{STUDY.results}/tables/models.csv",
             caption="../report/models.rst",
             category="Models",
         ),
     log:
-        f"{RESULTS}/logs/models/models_table.log",
+        f"{STUDY.results}/logs/models/models_table.log",
+    conda:
+        "../envs/models.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
+    script:
+        "scripts/entry.py"
+
+
+# Checkpoints (METHODS 3): every checkpoint of a model is a folder with checkpoint.json;
+# downstream rules take STUDY.paths.checkpoint_manifest(model, checkpoint) as input, whatever its kind.
+
+
+rule pretrained_checkpoint:
+    input:
+        f"{STUDY.results}/models/{{model}}/model.json",
+    output:
+        f"{STUDY.results}/checkpoints/{{model}}/pretrained/checkpoint.json",
+    log:
+        f"{STUDY.results}/logs/checkpoints/{{model}}_pretrained.log",
     conda:
         "../envs/models.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        entry=lambda wc: STUDY.model_source(wc.model),
+    script:
+        "scripts/entry.py"
+
+
+rule random_checkpoint:
+    input:
+        f"{STUDY.results}/models/{{model}}/model.json",
+    output:
+        f"{STUDY.results}/checkpoints/{{model}}/random/checkpoint.json",
+    log:
+        f"{STUDY.results}/logs/checkpoints/{{model}}_random.log",
+    conda:
+        "../envs/models.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=20,
+    params:
+        entry=lambda wc: STUDY.model_source(wc.model),
+        seed=STUDY.config["checkpoints"]["random_seed"],
+        offline=STUDY.offline,
     script:
         "scripts/entry.py"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A one-node SLURM cluster on this machine, for testing profiles/slurm for real
-# (tests/test_slurm.py). Needs root and Debian/Ubuntu (apt-get); no systemd needed.
+# (tests/workflow/test_slurm.py). Needs root and Debian/Ubuntu (apt-get); no systemd needed.
 #
 #   bash scripts/slurm_one_node.sh start    install slurm-wlm + munge if missing, write the config,
 #                                           start munged, slurmctld and slurmd, wait for the node

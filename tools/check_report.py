@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("report", type=Path, help="the report.html that snakemake --report wrote")
     parser.add_argument("--screenshots", type=Path, default=None, help="folder for the screenshots")
-    parser.add_argument("--chromium", default="/usr/bin/chromium", help="the Chromium binary (Debian: /usr/bin/chromium)")
+    parser.add_argument("--chromium", default="/usr/bin/chromium",
+                        help="the Chromium binary (Debian: /usr/bin/chromium)")
     args = parser.parse_args(argv)
     if not args.report.is_file():
         parser.error(f"{args.report}: no such report; build it with snakemake --report {args.report}")

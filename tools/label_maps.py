@@ -31,15 +31,25 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-from workflow_scripts.finetune_effects.pattern_cnn import (
+from workflow_scripts.finetune.tasks import dev_split  # noqa: E402 - the repository is on sys.path only from here
+from workflow_scripts.finetune_effects.pattern_cnn import (  # noqa: E402 - as above
     LABEL_COLUMNS,
     collect_maps,
     read_labels,
 )
-from workflow_scripts.finetune_effects.patterns import CLASSES, Thresholds
-from workflow_scripts.finetune.training import dev_split
+from workflow_scripts.finetune_effects.pattern_rules import CLASSES, Thresholds  # noqa: E402 - as above
+
+
+def default_thresholds() -> Thresholds:
+    """The rule labeller's thresholds as the config schema sets them by default (the schema is their one source)."""
+    import yaml
+
+    schema = yaml.safe_load((ROOT / "schemas" / "config.schema.yaml").read_text(encoding="utf-8"))
+    fields = schema["properties"]["finetune_effects"]["properties"]["thresholds"]["properties"]
+    return Thresholds.from_mapping({name: field["default"] for name, field in fields.items()})
 
 
 def dump_paths(results: Path, model: str, checkpoint: str, task: str) -> tuple[Path, Path]:
@@ -184,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give --labels, or --tasks (and --checkpoints) to sample maps from the dumps")
     pairs = sorted(set(zip(sample["checkpoint"], sample["task"])))
     dumps = {(c, t): dump_paths(args.results, args.model, c, t) for c, t in pairs}
-    _, rules, raws = collect_maps(sample, dumps, size=8, thresholds=Thresholds(), raw=True)
+    _, rules, raws = collect_maps(sample, dumps, size=8, thresholds=default_thresholds(), raw=True)
     strings = {t: token_strings(dumps[(c, t)][1]) for c, t in pairs}
     cards = []
     for position, row in sample.reset_index(drop=True).iterrows():

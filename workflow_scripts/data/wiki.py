@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ..core.errors import ConfigError, InputFormatError
+from ..core.errors import AtlasError, InputFormatError
 from .tables import text_task_schema
 
 WIKI_EXTRA = [pa.field("article", pa.string())]
@@ -69,16 +69,14 @@ def cut_pair(first: str, second: str, max_words: int) -> tuple[str, str]:
 def sample_segments(lines: Iterable[str], n_segments: int, seed: int, max_words: int,
                     source_name: str) -> pa.Table:
     """Draw ``n_segments`` consecutive-paragraph pairs at random (seeded) from WikiText lines."""
-    if max_words < 2:
-        raise ConfigError(f"config key 'wiki.max_words' = {max_words}: need at least 2 words")
     pairs = [(run[i], run[i + 1]) for run in read_paragraphs(lines) for i in range(len(run) - 1)]
     if not pairs:
         raise InputFormatError(source_name, None, "no two consecutive paragraphs found",
                                "expected WikiText raw text (' = Title = ' headings, one paragraph a line)")
     if n_segments > len(pairs):
-        raise ConfigError(
-            f"config key 'wiki.n_segments' = {n_segments}, but {source_name} holds only {len(pairs)} "
-            "pairs of consecutive paragraphs; lower it or use a larger WikiText source")
+        raise AtlasError(
+            f"n_segments={n_segments}, but {source_name} holds only {len(pairs)} pairs of consecutive "
+            f"paragraphs; ask for at most {len(pairs)} or use a larger WikiText source")
     chosen = np.sort(np.random.default_rng(seed).choice(len(pairs), size=n_segments, replace=False))
     rows: dict[str, list] = {k: [] for k in ("example_id", "source_id", "text_a", "text_b", "label", "article")}
     for example_id, pair_index in enumerate(chosen):

@@ -104,8 +104,6 @@ def _join(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def build_windows(sentences: pd.DataFrame, mentions: pd.DataFrame, max_words: int
                   ) -> tuple[pa.Table, pa.Table, dict[str, Any]]:
     """Windows of consecutive sentences of every document, and the mentions renumbered into them."""
-    if max_words < 1:
-        raise AtlasError(f"config key 'syntax.coref_window_words': {max_words} must be at least 1")
     missing = {"example_id", "doc_id", "text", "words", "head", "char_start", "char_end"} - set(sentences.columns)
     if missing:
         raise AtlasError(f"the GUM sentence table lacks columns {sorted(missing)}; rebuild it with snakemake")
@@ -113,7 +111,7 @@ def build_windows(sentences: pd.DataFrame, mentions: pd.DataFrame, max_words: in
     windows: list[dict[str, Any]] = []
     placement: dict[int, tuple[int, int]] = {}  # sentence example_id -> (window id, word offset)
     oversized = 0
-    for doc_id, doc in sentences.groupby("doc_id", sort=False):
+    for _doc_id, doc in sentences.groupby("doc_id", sort=False):
         rows = doc.to_dict("records")
         lengths = [len(r["words"]) for r in rows]
         for window_index, group in enumerate(window_groups(lengths, max_words)):

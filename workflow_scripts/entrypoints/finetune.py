@@ -30,6 +30,6 @@ for _task in TASKS:
 
 @entry_point("finetune_metrics_table")
 def finetune_metrics_table(smk: Any) -> None:
-    from ..finetune.training import metrics_table
+    from ..finetune.tables import metrics_table
 
     metrics_table(list(smk.input), smk.output[0])

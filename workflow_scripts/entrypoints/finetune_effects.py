@@ -9,9 +9,9 @@ from . import entry_point
 
 
 def _thresholds(params: Any):
-    from ..finetune_effects.patterns import Thresholds
+    from ..finetune_effects.pattern_rules import Thresholds
 
-    return Thresholds.from_config(params.thresholds)
+    return Thresholds.from_mapping(params.thresholds)
 
 
 @entry_point("pattern_features")
@@ -24,8 +24,8 @@ def pattern_features(smk: Any) -> None:
 
 @entry_point("pattern_label_seed")
 def pattern_label_seed(smk: Any) -> None:
-    from ..finetune_effects.pattern_cnn import seed_labels
     from ..core.io import write_csv
+    from ..finetune_effects.pattern_cnn import seed_labels
 
     p = smk.params
     parts = {(checkpoint, task): path for (checkpoint, task), path in zip(p.pairs, smk.input.features)}
@@ -48,7 +48,7 @@ def pattern_cnn(smk: Any) -> None:
 
 @entry_point("pattern_classes_part")
 def pattern_classes_part(smk: Any) -> None:
-    from ..finetune_effects.patterns import pattern_classes_part as run
+    from ..finetune_effects.pattern_shares import pattern_classes_part as run
 
     p, w = smk.params, smk.wildcards
     dump = smk.input.get("dump")

@@ -1,4 +1,10 @@
-"""Entry points of the report stage (rules/report.smk): the comparison with the papers, the summary pages."""
+"""Entry points of the report stage (rules/report.smk): the comparison with the papers, the summary pages.
+
+Both rules pass ``input.paper_values``, the stages' files of published numbers (a list, in stage order),
+one named input per study table the report reads (``registry.report_tables()``) that the study produces,
+and params ``absent`` (table name -> why the study does not produce it) and ``context`` (a mapping for
+``StudyContext.from_mapping``).
+"""
 
 from __future__ import annotations
 
@@ -9,26 +15,31 @@ from . import entry_point
 
 def _tables(smk: Any) -> dict[str, str | None]:
     """Every study table the report reads: its input path, or None where the study does not produce it."""
-    from ..report.comparison import TABLES
+    from ..report.registry import report_tables
 
-    return {name: smk.input.get(name) for name in TABLES}
+    return {name: smk.input.get(name) for name in report_tables()}
+
+
+def _paper_values(smk: Any) -> list[str]:
+    values = smk.input.paper_values
+    return [str(values)] if isinstance(values, str) else [str(path) for path in values]
 
 
 @entry_point("paper_comparison")
 def paper_comparison(smk: Any) -> None:
-    from ..report.comparison import StudyContext
     from ..report.comparison import paper_comparison as run
+    from ..report.items import StudyContext
 
     p = smk.params
-    run(smk.input.paper_values, _tables(smk), smk.output[0], context=StudyContext.from_mapping(p.context),
+    run(_paper_values(smk), _tables(smk), smk.output[0], context=StudyContext.from_mapping(p.context),
         absent=p.absent)
 
 
 @entry_point("summary_figure")
 def summary_figure(smk: Any) -> None:
-    from ..report.comparison import StudyContext
+    from ..report.items import StudyContext
     from ..report.summary import summary_figure as run
 
     p = smk.params
-    run(smk.wildcards.model, _tables(smk), smk.input.paper_values, smk.output.png, smk.output.pdf,
+    run(smk.wildcards.model, _tables(smk), _paper_values(smk), smk.output.png, smk.output.pdf,
         context=StudyContext.from_mapping(p.context), absent=p.absent)

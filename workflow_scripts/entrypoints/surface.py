@@ -87,3 +87,19 @@ def head_clusters_figure(smk: Any) -> None:
     from ..surface.figures import plot_head_clusters
 
     plot_head_clusters(smk.input[0], smk.output.png, smk.output.pdf)
+
+
+@entry_point("attention_distance_part")
+def attention_distance_part(smk: Any) -> None:
+    from ..surface.distance import attention_distance_part as run
+
+    p = smk.params
+    run(smk.input.dump, smk.output[0], model=smk.wildcards.model, checkpoint=smk.wildcards.checkpoint,
+        corpus=p.corpus, split=p.split, resamples=p.resamples, seed=p.bootstrap_seed)
+
+
+@entry_point("attention_distance_table")
+def attention_distance_table(smk: Any) -> None:
+    from ..surface.statistics import concat_parts
+
+    concat_parts(list(smk.input), smk.output[0], ["model", "checkpoint", "layer", "head"])

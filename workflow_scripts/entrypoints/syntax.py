@@ -58,7 +58,7 @@ def coreference_tables(smk: Any) -> None:
 def probe_features(smk: Any) -> None:
     from pathlib import Path
 
-    from ..syntax.probes import build_probe_features
+    from ..syntax.probes.features import build_probe_features
 
     build_probe_features(Path(smk.input.dump).parent, smk.input.tokens, smk.input.annotation, smk.output.maps,
                          smk.output.index, max_sentences=smk.params.max_sentences, seed=smk.params.seed)
@@ -66,7 +66,7 @@ def probe_features(smk: Any) -> None:
 
 @entry_point("probe_attention")
 def probe_attention(smk: Any) -> None:
-    from ..syntax.probes import run_attention_probe
+    from ..syntax.probes.training import run_attention_probe
 
     run_attention_probe(smk.wildcards.probe, smk.input.train_maps, smk.input.train_index, smk.input.test_maps,
                         smk.input.test_index, smk.input.train_annotation, smk.input.test_annotation,
@@ -77,7 +77,7 @@ def probe_attention(smk: Any) -> None:
 
 @entry_point("probe_baseline")
 def probe_baseline(smk: Any) -> None:
-    from ..syntax.probes import run_baseline_probe
+    from ..syntax.probes.training import run_baseline_probe
 
     run_baseline_probe(smk.wildcards.probe, smk.input.train_tokens, smk.input.test_tokens,
                        smk.input.train_annotation, smk.input.test_annotation, smk.input.get("glove"), smk.output[0],
@@ -88,7 +88,7 @@ def probe_baseline(smk: Any) -> None:
 
 @entry_point("probe_mst")
 def probe_mst(smk: Any) -> None:
-    from ..syntax.probes import run_mst
+    from ..syntax.probes.mst import run_mst
 
     run_mst(smk.input.test_maps, smk.input.test_index, smk.input.test_annotation, smk.input.selection,
             smk.output[0], exclude_punct=smk.params.exclude_punct)
@@ -96,7 +96,7 @@ def probe_mst(smk: Any) -> None:
 
 @entry_point("probes_table")
 def probes_table(smk: Any) -> None:
-    from ..syntax.probes import summarise_probes
+    from ..syntax.probes.tables import summarise_probes
 
     parts = [(*key, path) for key, path in zip(smk.params.part_keys, smk.input.parts)]
     summarise_probes(parts, smk.output[0], resamples=smk.params.resamples, seed=smk.params.seed)

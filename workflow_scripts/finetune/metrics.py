@@ -5,7 +5,7 @@
 - STS-B: Pearson and Spearman correlation;
 - every other task (SST-2, MNLI, QNLI, RTE, WNLI, WiC): accuracy.
 
-The functions follow scikit-learn and SciPy exactly (tests/test_metrics.py checks
+The functions follow scikit-learn and SciPy exactly (tests/finetune/test_metrics.py checks
 them against ``sklearn.metrics`` and ``scipy.stats`` on fixed inputs), including
 the degenerate cases: Matthews correlation and F1 are 0 when undefined (as
 scikit-learn returns them), a correlation with a constant input is NaN (as SciPy).

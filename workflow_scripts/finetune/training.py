@@ -4,7 +4,7 @@ A run loads the model's ``pretrained`` checkpoint with the standard sequence-cla
 head (``AutoModelForSequenceClassification``; one regression output for STS-B), trains it
 with AdamW and a linear warm-up/decay schedule, and saves checkpoints at the configured
 steps and at the end. Each checkpoint is a folder of the checkpoint convention
-(:mod:`workflow_scripts.checkpoints`): ``weights/`` holds the model and tokenizer, and
+(:mod:`workflow_scripts.models.checkpoints`): ``weights/`` holds the model and tokenizer, and
 ``checkpoint.json`` is written last, so an interrupted run leaves no checkpoint a rerun
 trusts. ``AutoModel.from_pretrained`` on ``weights/`` loads the fine-tuned encoder, which
 is what the attention stage does.
@@ -13,9 +13,8 @@ Determinism: the seed fixes the head's initialisation, dropout and the order of 
 batches (a seeded generator), deterministic algorithms are requested, and the number
 of CPU threads is fixed, so the same seed gives the same metrics on the same hardware.
 
-Inputs per task (data tables of rules/data.smk): ``text_a`` alone for CoLA and SST-2,
-the pair ``text_a``/``text_b`` otherwise; for WiC the target word is marked as
-``wic_marking`` says (see :func:`mark_wic`).
+The inputs (a task's data tables, tokenized) are :mod:`.task_data`'s; the task's labels and
+checkpoint names are :mod:`.tasks`'.
 """
 
 from __future__ import annotations
@@ -28,270 +27,29 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from ..core.io import write_json
+from ..models.cards import length_excess, position_limit
 from ..models.checkpoints import MANIFEST, read_manifest, write_manifest
-from ..data.registry import GLUE_TASKS, WIC_LABELS, mirror_candidates
-from ..core.errors import AtlasError, ConfigError, InputFormatError
-from ..core.io import write_csv, write_json
 from .metrics import glue_metrics, main_metric, majority_baseline
-from ..models.cards import max_length_problem, position_limit
+from .task_data import FinetuneError, TaskData, epoch_batches, load_split, subset
+from .tasks import checkpoint_name, dev_split, label_names
 
 log = logging.getLogger(__name__)
 
-# Keys of the 'finetune' config that change what one run computes: they are merged per task
-# and passed to the rule through params:, so changing one reruns only the runs it touches.
-RUN_SETTINGS = ("epochs", "batch_size", "learning_rate", "warmup_ratio", "weight_decay",
-                "max_grad_norm", "max_length", "max_train_examples", "max_dev_examples",
-                "save_steps", "eval_at_checkpoints", "device", "group_by_length", "wic_marking")
-WIC_MARKINGS = ("none", "brackets", "prefix")
-SINGLE_SENTENCE_TASKS = ("cola", "sst2")
-SUBSET_SEED = 0  # the capped subset of a split is the same for every training seed
-MEGABATCH = 50  # group_by_length sorts chunks of this many batches by length (as transformers' Trainer)
 PROGRESS_EVERY_S = 30.0
 
 
-class FinetuneError(AtlasError):
-    """A fine-tuning run cannot go on; the message names the setting or file to fix."""
-
-
-# --- settings -----------------------------------------------------------------------
-
-
-def task_settings(finetune: dict[str, Any], task: str, model_max_length: int | None = None) -> dict[str, Any]:
-    """The settings of ``task``'s runs: the global keys with ``per_task[task]`` on top.
-
-    ``max_length: null`` means the model entry's ``max_length``. Only the keys that change
-    a run's result are returned (not ``seeds``, resources or ``per_task`` itself).
-    """
-    override = (finetune.get("per_task") or {}).get(task) or {}
-    settings = {key: override.get(key, finetune.get(key)) for key in RUN_SETTINGS}
-    if settings["max_length"] is None:
-        settings["max_length"] = model_max_length or 128
-    settings["save_steps"] = sorted({int(s) for s in settings["save_steps"] or []})
-    if task != "wic":
-        settings.pop("wic_marking")
-    return settings
-
-
-def task_seeds(finetune: dict[str, Any], task: str) -> list[int]:
-    override = (finetune.get("per_task") or {}).get(task) or {}
-    return list(override.get("seeds", finetune.get("seeds", [42])))
-
-
-def dev_split(task: str) -> str:
-    """The split GLUE reports dev scores on (MNLI: the matched one)."""
-    return "dev_matched" if task == "mnli" else "dev"
-
-
-def checkpoint_name(task: str, seed: int, step: int | str) -> str:
-    """``{task}.seed{seed}.step{step}``, or ``{task}.seed{seed}.final`` for ``step='final'``."""
-    return f"{task}.seed{seed}.final" if step == "final" else f"{task}.seed{seed}.step{int(step)}"
-
-
-def label_names(task: str) -> tuple[str, ...] | None:
-    """Class names by label id, or None for a regression task (STS-B)."""
-    if task == "wic":
-        return WIC_LABELS
-    try:
-        return GLUE_TASKS[task].labels
-    except KeyError:
-        raise ConfigError(f"unknown task {task!r}; known: {', '.join([*GLUE_TASKS, 'wic'])}") from None
-
-
-# --- data -----------------------------------------------------------------------------
-
-
-def mirror_files(task: str, split: str, mirror: str | Path | None) -> str:
-    """The mirror files that could provide ``task``/``split``, for messages."""
-    return " or ".join(str(Path(mirror or ".") / rel) for files in mirror_candidates(task, split) for rel in files)
-
-
-def missing_split_error(task: str, split: str, path: str | Path, mirror: str | Path | None) -> FinetuneError:
-    """The error for a split that is not there, naming the table and the mirror files looked for."""
-    message = f"task {task!r}: its {split} split is missing: there is no data table {path}"
-    if mirror:
-        message += f", and the mirror {mirror} holds no {mirror_files(task, split, mirror)}"
-    fix = (f"build the table with the data rules (snakemake {path}), point 'mirror' at a copy that "
-           f"holds the split, or leave {task!r} out of 'finetune.tasks'")
-    return FinetuneError(f"{message} ({fix})")
-
-
-def load_split(path: str | Path, task: str, split: str, *, mirror: str | Path | None = None) -> pd.DataFrame:
-    """Read a task's data table and check its columns and labels (row numbers on error)."""
-    path = Path(path)
-    if not path.is_file():
-        raise missing_split_error(task, split, path, mirror)
-    frame = pd.read_parquet(path)
-    needed = ["text_a", "label"] + (["text_b"] if task not in SINGLE_SENTENCE_TASKS else [])
-    if task == "wic":
-        needed += ["word", "word_index_a", "word_index_b"]
-    missing = [c for c in needed if c not in frame.columns]
-    if missing:
-        raise InputFormatError(path, None, f"columns {missing} are missing (task {task!r} needs {needed})",
-                               "rebuild the table with the data rules")
-    check_labels(frame, task, path)
-    return frame.reset_index(drop=True)
-
-
-def check_labels(frame: pd.DataFrame, task: str, path: str | Path = "<table>") -> None:
-    """Reject NaN labels and labels outside the task's label set, naming the first bad row."""
-    names = label_names(task)
-    values = pd.to_numeric(frame["label"], errors="coerce").to_numpy(dtype=np.float64)
-    if names is None:  # STS-B: similarity scores in [0, 5]
-        bad = ~np.isfinite(values) | (values < 0) | (values > 5)
-        allowed = "a similarity score in [0, 5]"
-    else:
-        bad = ~np.isfinite(values) | (values != np.round(values)) | (values < 0) | (values >= len(names))
-        allowed = "one of " + ", ".join(f"{i} ({n})" for i, n in enumerate(names))
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        example = frame["example_id"].iloc[row] if "example_id" in frame.columns else row
-        value = frame["label"].iloc[row]
-        value = value.item() if hasattr(value, "item") else value
-        raise InputFormatError(
-            path, None,
-            f"row {row} (counting from 0; example_id {example}): label {value!r} is not "
-            f"{allowed} for task {task!r} ({int(bad.sum())} bad row(s) in all)",
-            "fix or rebuild the data table; labels must be the task's label ids")
-
-
-def subset(frame: pd.DataFrame, cap: int | None) -> pd.DataFrame:
-    """At most ``cap`` rows, a random subset fixed by SUBSET_SEED (kept in table order)."""
-    if cap is None or cap >= len(frame):
-        return frame
-    keep = np.sort(np.random.default_rng(SUBSET_SEED).permutation(len(frame))[:cap])
-    return frame.iloc[keep].reset_index(drop=True)
-
-
-def mark_wic(text: str, index: int, marking: str, *, row: int, column: str, path: Any = "<table>") -> str:
-    """Mark word ``index`` (of the space-separated words) of a WiC sentence.
-
-    ``brackets``: wrap it as ``[ word ]`` (spaces keep ``[`` and ``]`` from forming a
-    special token such as ``[SEP]``); ``none`` and ``prefix`` leave the sentence as is.
-    """
-    if marking != "brackets":
-        return text
-    words = text.split(" ")
-    if not 0 <= index < len(words):
-        raise InputFormatError(path, None, f"row {row} (counting from 0): {column}={index} is not a word "
-                               f"index of {text!r} ({len(words)} words)", "rebuild the WiC table")
-    words[index] = f"[ {words[index]} ]"
-    return " ".join(words)
-
-
-def task_texts(frame: pd.DataFrame, task: str, wic_marking: str = "brackets",
-               path: Any = "<table>") -> tuple[list[str], list[str] | None]:
-    """The model inputs of a table: sentences, or sentence pairs (WiC: target word marked)."""
-    texts_a = frame["text_a"].astype(str).tolist()
-    if task in SINGLE_SENTENCE_TASKS:
-        return texts_a, None
-    texts_b = frame["text_b"].astype(str).tolist()
-    if task == "wic":
-        if wic_marking not in WIC_MARKINGS:
-            raise ConfigError(f"config key 'finetune.wic_marking': {wic_marking!r} is not one of {WIC_MARKINGS}")
-        ia, ib = frame["word_index_a"].tolist(), frame["word_index_b"].tolist()
-        texts_a = [mark_wic(t, int(i), wic_marking, row=r, column="word_index_a", path=path)
-                   for r, (t, i) in enumerate(zip(texts_a, ia))]
-        texts_b = [mark_wic(t, int(i), wic_marking, row=r, column="word_index_b", path=path)
-                   for r, (t, i) in enumerate(zip(texts_b, ib))]
-        if wic_marking == "prefix":
-            texts_a = [f"{w}: {t}" for w, t in zip(frame["word"].astype(str), texts_a)]
-    return texts_a, texts_b
-
-
-def encode(tokenizer: Any, texts_a: list[str], texts_b: list[str] | None, max_length: int) -> tuple[list[list[int]], list[list[int]], int]:
-    """Token ids and token type ids (truncated to ``max_length``), and how many were truncated."""
-    full = tokenizer(texts_a, texts_b, truncation=False, add_special_tokens=True, verbose=False)["input_ids"]
-    n_truncated = sum(len(ids) > max_length for ids in full)
-    encoded = tokenizer(texts_a, texts_b, truncation=True, max_length=max_length)
-    type_ids = encoded.get("token_type_ids") or [[0] * len(ids) for ids in encoded["input_ids"]]
-    return encoded["input_ids"], type_ids, n_truncated
-
-
-def collate(input_ids: list[list[int]], type_ids: list[list[int]], indices: Any, pad_id: int) -> dict[str, Any]:
-    """Pad the examples at ``indices`` to the longest of them (dynamic padding)."""
-    import torch
-
-    rows = [int(i) for i in indices]
-    width = max(len(input_ids[i]) for i in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    types = torch.zeros((len(rows), width), dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for j, i in enumerate(rows):
-        n = len(input_ids[i])
-        ids[j, :n] = torch.tensor(input_ids[i])
-        types[j, :n] = torch.tensor(type_ids[i])
-        mask[j, :n] = 1
-    return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
-
-
-def epoch_batches(lengths: np.ndarray, batch_size: int, generator: Any, group_by_length: bool) -> list[np.ndarray]:
-    """The batches of one epoch: a seeded shuffle, cut into batches of ``batch_size``.
-
-    With ``group_by_length`` (transformers' ``group_by_length``), each chunk of MEGABATCH
-    batches of the shuffle is sorted by length before it is cut, and the batches are then
-    shuffled, so that a batch holds inputs of similar length and little padding. The number
-    of batches is the same either way.
-    """
-    import torch
-
-    order = torch.randperm(len(lengths), generator=generator).numpy()
-    if not group_by_length:
-        return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
-    batches = []
-    for start in range(0, len(order), batch_size * MEGABATCH):
-        chunk = order[start:start + batch_size * MEGABATCH]
-        chunk = chunk[np.argsort(-lengths[chunk], kind="stable")]
-        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
-    return [batches[i] for i in torch.randperm(len(batches), generator=generator).numpy()]
-
-
-class TaskData:
-    """One split of a task, tokenized: token ids, labels and the count of truncated inputs."""
-
-    def __init__(self, frame: pd.DataFrame, task: str, tokenizer: Any, settings: dict[str, Any], path: Any):
-        self.task = task
-        texts_a, texts_b = task_texts(frame, task, settings.get("wic_marking", "none"), path)
-        self.input_ids, self.type_ids, self.n_truncated = encode(tokenizer, texts_a, texts_b,
-                                                                 settings["max_length"])
-        dtype = np.float32 if label_names(task) is None else np.int64
-        self.labels = frame["label"].to_numpy().astype(dtype)
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        # Models without segment embeddings (RoBERTa, DistilBERT) take no token_type_ids.
-        self.with_types = "token_type_ids" in tokenizer.model_input_names
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    @property
-    def lengths(self) -> np.ndarray:
-        return np.array([len(ids) for ids in self.input_ids])
-
-    def batch(self, indices: Any, device: str, with_labels: bool = True) -> dict[str, Any]:
-        import torch
-
-        batch = collate(self.input_ids, self.type_ids, indices, self.pad_id)
-        if not self.with_types:
-            del batch["token_type_ids"]
-        if with_labels:
-            batch["labels"] = torch.from_numpy(self.labels[np.asarray(indices, dtype=np.int64)])
-        return {k: v.to(device) for k, v in batch.items()}
-
-
-# --- training -----------------------------------------------------------------------
-
-
 def resolve_device(device: str) -> str:
+    """``auto`` (a GPU if torch sees one, else the CPU), ``cpu`` or ``cuda``, as the device to run on."""
     import torch
 
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
+    # Checked here, not with the config: only the machine a job lands on can tell whether it has a GPU.
     if device == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("config key 'finetune.device' is 'cuda' but torch sees no GPU here "
-                          "(torch.cuda.is_available() is False); set it to 'auto' or 'cpu'")
-    if device not in ("cpu", "cuda"):
-        raise ConfigError(f"config key 'finetune.device': {device!r} is not one of auto, cpu, cuda")
+        raise FinetuneError("device 'cuda' was asked for but torch sees no GPU here "
+                            "(torch.cuda.is_available() is False); use device 'auto' or 'cpu'")
     return device
 
 
@@ -346,8 +104,7 @@ def save_checkpoint(model: Any, tokenizer: Any, directory: Path, *, model_name: 
 def _oom_error(exc: BaseException, task: str, settings: dict[str, Any]) -> FinetuneError:
     return FinetuneError(
         f"task {task!r}: the GPU ran out of memory with batch_size={settings['batch_size']} and "
-        f"max_length={settings['max_length']} ({exc}); lower config key 'finetune.batch_size' "
-        f"(or 'finetune.per_task.{task}.batch_size') first, then 'finetune.max_length', "
+        f"max_length={settings['max_length']} ({exc}); lower batch_size first, then max_length, "
         "or run on a GPU with more memory")
 
 
@@ -410,13 +167,12 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
     tokenizer = AutoTokenizer.from_pretrained(manifest["load_from"], **load_kwargs)
     # The head is initialised from the seed (make_deterministic seeded the global generator).
     model = AutoModelForSequenceClassification.from_pretrained(manifest["load_from"], **head, **load_kwargs)
-    # Before training, not a tensor-size error mid-epoch (a hub model not in the cache is not checked earlier).
+    # Before training, not a tensor-size error mid-epoch: the config check before the jobs reads a
+    # model's limit from local files, and a hub model not yet in the cache has none there.
     limit = position_limit(model.config.to_dict(), tokenizer.model_max_length)
-    too_long = max_length_problem("finetune.max_length", settings["max_length"], model_name, limit,
-                                  f" (null there means 'models.{model_name}.max_length'; "
-                                  f"'finetune.per_task.{task}.max_length' overrides it)")
-    if too_long:
-        raise ConfigError(too_long)
+    excess = length_excess(settings["max_length"], model_name, limit)
+    if excess and limit:
+        raise FinetuneError(f"task {task!r}: max_length: {excess}; give at most {limit[0]}")
     model.to(device)
     model.train()
 
@@ -429,10 +185,10 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
     save_steps = [int(s) for s in settings["save_steps"]]
     too_late = [s for s in save_steps if s > total_steps]
     if too_late:
-        raise ConfigError(
+        raise FinetuneError(
             f"task {task!r}: save step(s) {too_late} come after the last step ({total_steps} = {steps_per_epoch} "
-            f"steps/epoch x {settings['epochs']} epochs on {len(train)} examples); lower "
-            f"'finetune.save_steps' or set 'finetune.per_task.{task}.save_steps'")
+            f"steps/epoch x {settings['epochs']} epochs on {len(train)} examples); lower save_steps, or train "
+            "for more epochs")
     log.info("fine-tuning %s on %s (seed %d) on %s, %d thread(s): %d of %d train examples, %d of %d dev; "
              "%d epochs x %d steps = %d steps (%d warm-up); settings %s", model_name, task, seed, device,
              threads, len(train), n_train_available, len(dev), n_dev_available, settings["epochs"],
@@ -494,7 +250,7 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
             value = float(loss.detach())
             if not math.isfinite(value):
                 raise FinetuneError(f"task {task!r}: the training loss became {value} at step {step}; lower "
-                                    f"'finetune.learning_rate' (now {settings['learning_rate']})")
+                                    f"learning_rate (now {settings['learning_rate']})")
             epoch_losses.append(value)
             window.append(value)
             seen_since_log += len(indices)
@@ -523,31 +279,3 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
 
 def _fmt(metrics: dict[str, float] | None) -> str:
     return ", ".join(f"{k} {v:.4f}" for k, v in (metrics or {}).items())
-
-
-# --- study table --------------------------------------------------------------------
-
-TABLE_COLUMNS = ["model", "task", "seed", "step", "metric", "value", "n_dev", "majority_baseline",
-                 "main_metric", "checkpoint", "global_step", "n_train", "wall_time_s"]
-
-
-def metrics_table(paths: list[str | Path], output: str | Path) -> pd.DataFrame:
-    """One row per (run, evaluated checkpoint, metric) from every run's metrics JSON."""
-    import json
-
-    rows = []
-    for path in paths:
-        record = json.loads(Path(path).read_text())
-        for evaluation in record["evaluations"]:
-            for metric, value in evaluation["metrics"].items():
-                rows.append({"model": record["model"], "task": record["task"], "seed": record["seed"],
-                             "step": evaluation["step"], "metric": metric, "value": value,
-                             "n_dev": record["n_dev"], "majority_baseline": record["majority_baseline"].get(metric),
-                             "main_metric": metric == record["main_metric"], "checkpoint": evaluation["checkpoint"],
-                             "global_step": evaluation["global_step"], "n_train": record["n_train"],
-                             "wall_time_s": record.get("wall_time_s")})
-    frame = pd.DataFrame(rows, columns=TABLE_COLUMNS)
-    frame = frame.sort_values(["model", "task", "seed", "global_step", "checkpoint", "metric"], kind="stable")
-    write_csv(frame, output)
-    log.info("%d runs, %d rows", len(paths), len(frame))
-    return frame

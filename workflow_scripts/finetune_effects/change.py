@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..core.errors import AtlasError
 from ..core.io import write_csv
-from ..core.stats import DEFAULT_RESAMPLES, ratio_bootstrap_ci
+from ..core.stats import ratio_bootstrap_ci
 from .patterns import checkpoint_info, first_examples
 
 log = logging.getLogger(__name__)
@@ -72,8 +72,7 @@ def _zip_longest(a, b):
 
 def finetune_change(pretrained_dump: str | Path, finetuned_dump: str | Path, token_table: str | Path,
                     output: str | Path, *, model: str, task: str, checkpoint: str, checkpoint_manifest: str | Path,
-                    max_examples: int | None = None, resamples: int = DEFAULT_RESAMPLES,
-                    seed: int = 0) -> pd.DataFrame:
+                    resamples: int, max_examples: int | None = None, seed: int = 0) -> pd.DataFrame:
     """Per-head mean cosine between pretrained and fine-tuned maps of one task's dev examples."""
     wanted = set(first_examples(token_table, max_examples))
     cosines = []

@@ -16,13 +16,12 @@ import pandas as pd
 from ..core.errors import AtlasError
 from ..core.figures import save_figure
 from ..core.io import read_csv
+from ..finetune.tasks import TASK_NAMES
 from .lexical import CATEGORIES
-from .patterns import CLASSES
+from .pattern_rules import CLASSES
 
 CLASS_COLOURS = {"Vertical": "#4c72b0", "Diagonal": "#dd8452", "Vertical+Diagonal": "#937860",
                  "Block": "#55a868", "Heterogeneous": "#c44e52"}
-TASK_NAMES = {"cola": "CoLA", "sst2": "SST-2", "mrpc": "MRPC", "qqp": "QQP", "stsb": "STS-B", "mnli": "MNLI",
-              "qnli": "QNLI", "rte": "RTE", "wnli": "WNLI", "wic": "WiC"}
 
 
 def _order(frame: pd.DataFrame) -> pd.DataFrame:
@@ -132,7 +131,8 @@ def plot_finetune_change(table: str | Path, png: str | Path, pdf: str | Path, *,
         figure.colorbar(image, ax=axes, shrink=0.7, label="cosine(pretrained, fine-tuned)")
     note = ""
     if pretrained_only:
-        note = f"\nnot fine-tuned (pretrained only, no change): {', '.join(TASK_NAMES.get(t, t) for t in pretrained_only)}"
+        note = ("\nnot fine-tuned (pretrained only, no change): "
+                f"{', '.join(TASK_NAMES.get(t, t) for t in pretrained_only)}")
     figure.suptitle("Change of every head after fine-tuning (1 = unchanged; layers, heads 1-based)" + note,
                     fontsize=10)
     save_figure(figure, png, pdf)
@@ -208,7 +208,7 @@ def plot_trajectory(lexical: str | Path, classes: str | Path, change: str | Path
     tasks = sorted(set(lexical_frame["task"]) | set(classes_frame["task"]))
     colour_of = {t: colours(i % 10) for i, t in enumerate(tasks)}
     for ax, rows, value, title in panels:
-        for (model, task, seed), group in _trajectories(rows):
+        for (_model, task, _seed), group in _trajectories(rows):
             group = group.sort_values("_x")
             ax.plot(group["_x"], group[value], marker="o", markersize=3, color=colour_of[task],
                     label=TASK_NAMES.get(task, task))
@@ -218,7 +218,7 @@ def plot_trajectory(lexical: str | Path, classes: str | Path, change: str | Path
                 ["cosine"].mean().reset_index())
         pre = mean.drop_duplicates(["model", "task", "seed"]).assign(checkpoint="pretrained", step="", global_step=0,
                                                                      cosine=1.0)
-        for (model, task, seed), group in _trajectories(pd.concat([pre, mean], ignore_index=True)):
+        for (_model, task, _seed), group in _trajectories(pd.concat([pre, mean], ignore_index=True)):
             group = group.sort_values("_x")
             axes[3].plot(group["_x"], group["cosine"], marker="o", markersize=3, color=colour_of.get(task, "k"),
                          label=TASK_NAMES.get(task, task))

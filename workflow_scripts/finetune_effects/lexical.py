@@ -8,8 +8,8 @@ averages its tokens' rows; :meth:`AttentionDump.iter_word_maps`):
    over no word, lose their rows and columns), and every remaining row is renormalised to sum to 1
    over the words;
 3. per attending word, the word it attends to most (itself included, as [L]'s argmax over all
-   words; config ``exclude_self: true`` leaves it out) and that word's category (content,
-   function, other: a UPOS mapping in config);
+   words; ``exclude_self`` leaves it out) and that word's category (content, function, other:
+   a UPOS mapping);
 4. ``argmax_share``: the share of attending words whose most-attended word is of the category;
    ``mass_share``: the mean (renormalised) attention mass each category receives.
 
@@ -17,7 +17,7 @@ A row with no attention left on words (everything on special tokens) still count
 attending word but gives no category; words cut by truncation have no unit and are skipped and
 counted. Shares are ratios of per-example sums (words of the category / attending words), so
 their 95% intervals resample examples; a fine-tuned checkpoint is compared with the pretrained
-one on the same examples by a paired bootstrap test (:mod:`workflow_scripts.stats`): ``p`` is the
+one on the same examples by a paired bootstrap test (:mod:`workflow_scripts.core.stats`): ``p`` is the
 two-sided bootstrap p-value, never below 1/``bootstrap_resamples`` (a p at that floor means no resample
 reached 0), and ``p_text`` prints it ("< 0.001" at the floor for 1000 resamples, else 2 digits).
 """
@@ -33,37 +33,35 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from ..core.errors import AtlasError, ConfigError
+from ..core.errors import AtlasError
 from ..core.io import atomic_path, write_csv, write_json
-from ..core.stats import DEFAULT_RESAMPLES, format_p_value, paired_bootstrap_test, ratio_bootstrap_ci
+from ..core.stats import format_p_value, paired_bootstrap_test, ratio_bootstrap_ci
 from .patterns import checkpoint_info, first_examples, integer_columns
 
 log = logging.getLogger(__name__)
 
 CATEGORIES = ("content", "function", "other")
-DEFAULT_MAPPING = {"content": ["NOUN", "PROPN", "VERB", "ADJ", "ADV"],
-                   "function": ["DET", "ADP", "AUX", "CCONJ", "SCONJ", "PART", "PRON"]}
-# [L]'s task groups and what fine-tuning on them should do to the share of each category.
-DEFAULT_PREDICTIONS = {"syntactic": ["cola", "mrpc", "mnli"], "semantic": ["sst2", "qqp", "wic"]}
+# What fine-tuning on each of [L]'s task groups should do to the share of each category.
 EXPECTED_SIGN = {"syntactic": {"function": 1, "content": -1}, "semantic": {"content": 1, "function": -1}}
 EPS = 1e-12
 
 
-def category_of(upos: Sequence[str], mapping: Mapping[str, Sequence[str]] | None = None) -> np.ndarray:
-    """Category index (0 content, 1 function, 2 other) of every UPOS tag."""
-    mapping = DEFAULT_MAPPING if mapping is None else mapping
+def category_of(upos: Sequence[str], mapping: Mapping[str, Sequence[str]]) -> np.ndarray:
+    """Category index (0 content, 1 function, 2 other) of every UPOS tag.
+
+    ``mapping``: the UPOS tags of the content and of the function words; every other tag is other.
+    """
     lookup: dict[str, int] = {}
     for index, name in enumerate(("content", "function")):
         for tag in mapping.get(name, []):
             if tag in lookup:
-                raise ConfigError(f"config key 'finetune_effects.categories': UPOS {tag!r} is in more than one "
-                                  "category")
+                raise AtlasError(f"UPOS {tag!r} is in more than one category of the mapping {dict(mapping)}")
             lookup[tag] = index
     return np.array([lookup.get(str(tag), 2) for tag in upos], dtype=np.int64)
 
 
 def category_counts(maps: np.ndarray, unit_word: np.ndarray, word_category: np.ndarray, *,
-                    exclude_self: bool = False) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+                    exclude_self: bool) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     """Counts of one example's word-level maps (..., U, U), vectorised over the leading axes.
 
     Returns (argmax counts (..., 3), summed renormalised mass (..., 3), attending words,
@@ -95,7 +93,7 @@ def category_counts(maps: np.ndarray, unit_word: np.ndarray, word_category: np.n
 
 
 def lexical_counts(dump_dir: str | Path, token_table: str | Path, annotation: str | Path, output: str | Path, *,
-                   mapping: Mapping[str, Sequence[str]] | None = None, exclude_self: bool = False,
+                   mapping: Mapping[str, Sequence[str]], exclude_self: bool,
                    max_examples: int | None = None) -> dict[str, Any]:
     """Per-example category counts of every layer (mean of heads) and every head, as an .npz file."""
     from ..attention.reader import AttentionDump, to_word_level
@@ -165,8 +163,7 @@ def load_counts(path: str | Path) -> dict[str, np.ndarray]:
         raise AtlasError(f"{path}: unreadable lexical counts ({exc}); delete it and rerun snakemake") from exc
 
 
-def share_rows(counts: Mapping[str, np.ndarray], level: str, *, resamples: int = DEFAULT_RESAMPLES,
-               seed: int = 0) -> pd.DataFrame:
+def share_rows(counts: Mapping[str, np.ndarray], level: str, *, resamples: int, seed: int = 0) -> pd.DataFrame:
     """argmax_share and mass_share with 95% intervals per layer (level 'layer') or per head ('head')."""
     argmax = counts[f"{level}_argmax"]
     mass = counts[f"{level}_mass"]
@@ -187,21 +184,20 @@ def share_rows(counts: Mapping[str, np.ndarray], level: str, *, resamples: int =
     return pd.DataFrame(frame)
 
 
-def task_groups(predictions: Mapping[str, Sequence[str]] | None) -> dict[str, str]:
-    """task -> 'syntactic' | 'semantic' from the config mapping ([L]'s grouping by default)."""
-    predictions = DEFAULT_PREDICTIONS if predictions is None else predictions
+def task_groups(predictions: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """task -> 'syntactic' | 'semantic' from the tasks of each of [L]'s groups."""
     groups: dict[str, str] = {}
     for group, tasks in predictions.items():
+        # Checked here too: a group without a predicted direction would silently predict nothing.
         if group not in EXPECTED_SIGN:
-            raise ConfigError(f"config key 'finetune_effects.predictions': unknown group {group!r} "
-                              f"(use {', '.join(EXPECTED_SIGN)})")
+            raise AtlasError(f"unknown task group {group!r}; the groups are {', '.join(EXPECTED_SIGN)}")
         for task in tasks:
             groups[task] = group
     return groups
 
 
 def change_rows(before: Mapping[str, np.ndarray], after: Mapping[str, np.ndarray], *, group: str | None,
-                resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> pd.DataFrame:
+                resamples: int, seed: int = 0) -> pd.DataFrame:
     """Fine-tuned minus pretrained share per layer, category and measure, with a paired test over examples."""
     common, i, j = np.intersect1d(before["example_id"], after["example_id"], return_indices=True)
     if len(common) == 0:
@@ -232,7 +228,7 @@ def change_rows(before: Mapping[str, np.ndarray], after: Mapping[str, np.ndarray
     return pd.DataFrame(out)
 
 
-def top_layers(layers_table: pd.DataFrame, k: int = 3) -> pd.DataFrame:
+def top_layers(layers_table: pd.DataFrame, k: int) -> pd.DataFrame:
     """The k layers with the highest argmax share per (model, checkpoint, task, category)."""
     keys = ["model", "checkpoint", "task", "category"]
     ranked = layers_table.sort_values([*keys, "argmax_share", "layer"], ascending=[True] * 4 + [False, True],
@@ -243,8 +239,8 @@ def top_layers(layers_table: pd.DataFrame, k: int = 3) -> pd.DataFrame:
 
 def lexical_tables(parts: Mapping[tuple[str, str, str], tuple[str | Path, str | Path]], *, layers_out: str | Path,
                    heads_out: str | Path, change_out: str | Path, last_layer_out: str | Path, top_out: str | Path,
-                   predictions: Mapping[str, Sequence[str]] | None = None, pretrained_only: Sequence[str] = (),
-                   resamples: int = DEFAULT_RESAMPLES, seed: int = 0, top_k: int = 3) -> dict[str, pd.DataFrame]:
+                   predictions: Mapping[str, Sequence[str]], resamples: int, top_k: int,
+                   pretrained_only: Sequence[str] = (), seed: int = 0) -> dict[str, pd.DataFrame]:
     """All study tables of METHODS 9 from the per-(model, checkpoint, task) counts.
 
     ``parts``: (model, checkpoint, task) -> (counts .npz, checkpoint manifest).

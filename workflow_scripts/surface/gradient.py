@@ -34,10 +34,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..models.checkpoints import read_manifest
 from ..core.errors import AtlasError
 from ..core.io import write_csv
 from ..core.stats import DEFAULT_RESAMPLES, ratio_bootstrap_ci
+from ..models.checkpoints import read_manifest
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ def gradient_sums(gradients: list[Any], sep: np.ndarray) -> np.ndarray:
     return sums
 
 
-def load_mlm(load_from: str, offline: bool = False) -> Any:
+def load_mlm(load_from: str, offline: bool) -> Any:
     """The checkpoint with its masked-LM head; Skip if the head (or any weight) would be new."""
     from transformers import AutoModelForMaskedLM
 
@@ -154,7 +154,7 @@ def load_mlm(load_from: str, offline: bool = False) -> Any:
     return model
 
 
-def load_classifier(load_from: str, offline: bool = False) -> Any:
+def load_classifier(load_from: str, offline: bool) -> Any:
     from transformers import AutoModelForSequenceClassification
 
     model, info = AutoModelForSequenceClassification.from_pretrained(
@@ -203,7 +203,8 @@ def task_examples(manifest: dict[str, Any], task_data: str | Path, tokenizer: An
     """Yield (inputs of one dev example with its label, separator mask) for the task loss."""
     import torch
 
-    from ..finetune.training import TaskData, dev_split, label_names, load_split
+    from ..finetune.task_data import TaskData, load_split
+    from ..finetune.tasks import dev_split, label_names
 
     task = manifest["task"]
     frame = load_split(task_data, task, dev_split(task))
@@ -211,8 +212,8 @@ def task_examples(manifest: dict[str, Any], task_data: str | Path, tokenizer: An
         keep = np.sort(np.random.default_rng(seed).permutation(len(frame))[:max_examples])
         frame = frame.iloc[keep].reset_index(drop=True)
     settings = dict(manifest.get("finetune") or {})
+    # A manifest written without its fine-tuning settings: the model's own limit (WiC then needs them).
     settings.setdefault("max_length", min(512, getattr(model.config, "max_position_embeddings", 512)))
-    settings.setdefault("wic_marking", "brackets")
     data = TaskData(frame, task, tokenizer, settings, task_data)
     regression = label_names(task) is None
     for i in range(len(data)):
@@ -225,7 +226,7 @@ def task_examples(manifest: dict[str, Any], task_data: str | Path, tokenizer: An
 
 
 def sep_gradient(checkpoint_manifest: str | Path, token_table: str | Path, output: str | Path, *,
-                 task_data: str | Path | None = None, max_examples: int | None = 200, mask_prob: float = 0.15,
+                 max_examples: int | None, task_data: str | Path | None = None, mask_prob: float = 0.15,
                  seed: int = 0, resamples: int = DEFAULT_RESAMPLES, bootstrap_seed: int = 0, threads: int = 1,
                  offline: bool = False, data_name: str = "") -> pd.DataFrame:
     """The per-checkpoint part of ``sep_gradient.csv``: one row per layer."""

@@ -162,7 +162,7 @@ class SurfaceAccumulator:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def frame(self, *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> pd.DataFrame:
+    def frame(self, *, resamples: int, seed: int) -> pd.DataFrame:
         """One row per head: estimates, 95% intervals over examples, counts."""
         if not self.ids:
             raise AtlasError("no example was analysed: the dump is empty")
@@ -195,8 +195,7 @@ class SurfaceAccumulator:
         return frame
 
 
-def surface_statistics(dump_dir: str | Path, roles: Mapping[int, TokenRoles], *,
-                       resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+def surface_statistics(dump_dir: str | Path, roles: Mapping[int, TokenRoles], *, resamples: int, seed: int,
                        limit: int | None = None) -> pd.DataFrame:
     """Surface statistics of every head of one dump (streamed), one row per (layer, head)."""
     from ..attention.reader import AttentionDump
@@ -230,7 +229,7 @@ def surface_heads(dump_manifest: str | Path, token_table: str | Path, output: st
     return frame
 
 
-def separator_token_id(checkpoint_manifest: str | Path, offline: bool = False) -> int | None:
+def separator_token_id(checkpoint_manifest: str | Path, offline: bool) -> int | None:
     """The tokenizer's ``sep_token_id`` of a checkpoint (None if it defines none)."""
     from transformers import AutoTokenizer
 
@@ -245,8 +244,7 @@ def concat_parts(parts: Iterable[str | Path], output: str | Path, sort: list[str
     """Concatenate per-checkpoint CSV parts into one study table."""
     frames = [read_csv(path) for path in parts]
     if not frames:
-        raise AtlasError(f"{output}: no part tables to combine; the study has no (model, checkpoint) with "
-                         "the corpus of the 'surface' config")
+        raise AtlasError(f"{output}: no part tables to combine (no model and checkpoint was analysed)")
     frame = pd.concat(frames, ignore_index=True).sort_values(sort, kind="stable").reset_index(drop=True)
     write_csv(frame, output)
     return frame

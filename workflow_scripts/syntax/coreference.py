@@ -246,7 +246,8 @@ def coref_head_rows(model: str, checkpoint: str, scores: CorefScores, *, resampl
             halves[half] = s.sum(axis=0) / c.sum() if c.sum() else np.full(layers * n_heads, np.nan)
         frames.append(pd.DataFrame({
             "model": model, "checkpoint": checkpoint, "input_protocol": scores.input_protocol,
-            "mention_type": kind, "layer": np.repeat(np.arange(layers), n_heads), "head": np.tile(np.arange(n_heads), layers),
+            "mention_type": kind, "layer": np.repeat(np.arange(layers), n_heads),
+            "head": np.tile(np.arange(n_heads), layers),
             "accuracy": estimate, "n": int(counts.sum()), "ci_low": low, "ci_high": high,
             "accuracy_half_a": halves["a"], "accuracy_half_b": halves["b"],
         }))
@@ -298,14 +299,15 @@ def coref_best_rows(model: str, checkpoint: str, scores: CorefScores, *, resampl
                         estimate_c = c_sums.sum() / counts.sum()
                         diff, _, _, p = paired_bootstrap_test(c_sums, head_sums, counts, **kwargs)
                         row.update({"control_checkpoint": control_name,
-                                    "control_head_label": f"{control_index // n_heads + 1}-{control_index % n_heads + 1}",
+                                    "control_head_label":
+                                        f"{control_index // n_heads + 1}-{control_index % n_heads + 1}",
                                     "control_accuracy": float(estimate_c), "diff_vs_control": diff, "p_vs_control": p})
                 rows.append(row)
     return rows
 
 
 def summarise_coreference(parts: Mapping[tuple[str, str], str | Path], heads_output: str | Path,
-                          best_output: str | Path, *, resamples: int = 1000, seed: int = 0,
+                          best_output: str | Path, *, resamples: int, seed: int = 0,
                           control_checkpoint: str = "random") -> None:
     scores = {key: CorefScores.read(path) for key, path in parts.items()}
     heads, best = [], []

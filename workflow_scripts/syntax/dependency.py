@@ -74,7 +74,7 @@ def paper_label(relation: str) -> str:
 def offsets_for(max_offset: int) -> np.ndarray:
     """The baseline's offsets: -max_offset..-1, 1..max_offset."""
     if max_offset < 1:
-        raise AtlasError(f"config key 'syntax.max_offset': {max_offset} must be at least 1")
+        raise AtlasError(f"max_offset must be at least 1 (the baseline needs an offset), got {max_offset}")
     return np.array([o for o in range(-max_offset, max_offset + 1) if o != 0], dtype=np.int64)
 
 
@@ -198,7 +198,7 @@ def _fixed_list(values: np.ndarray) -> pa.Array:
 
 
 def score_dependency_heads(dump_dir: str | Path, token_table: str | Path, annotation: str | Path,
-                           output: str | Path, *, max_offset: int = 5) -> dict[str, Any]:
+                           output: str | Path, *, max_offset: int) -> dict[str, Any]:
     """Stream one dump and write per-sentence, per-relation correct counts of every head and offset."""
     start = time.perf_counter()
     dump = AttentionDump(dump_dir)

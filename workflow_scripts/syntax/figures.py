@@ -109,7 +109,7 @@ def best_head_maps(dump_dir: str | Path, token_table: str | Path, annotation: st
     if example_id is None:
         example_id = choose_sentence(trees, relations)
     if example_id not in trees:
-        raise AtlasError(f"config key 'syntax.figure_example_id': example {example_id} is not in {annotation}")
+        raise AtlasError(f"example {example_id}, the sentence to draw, is not in {annotation}")
     words, _, gold_heads, deprels = trees[example_id]
     dump = AttentionDump(dump_dir)
     token_word = token_words(token_table)[example_id]
@@ -124,7 +124,8 @@ def best_head_maps(dump_dir: str | Path, token_table: str | Path, annotation: st
             members = np.flatnonzero(maps.token_unit == unit)
             labels.append(tokens[members[0]] if len(members) else "?")
     present = [r for r in relations if r == ALL or r in deprels or any(d.split(":")[0] + ":*" == r for d in deprels)]
-    panels = [(r, c) for r in present if (c := _best(best, model, checkpoint, r, select_split, score_split)) is not None]
+    panels = [(r, c) for r in present
+              if (c := _best(best, model, checkpoint, r, select_split, score_split)) is not None]
     panels = panels[:max_panels]
     if not panels:
         raise AtlasError(f"sentence {example_id} has none of the relations {list(relations)}")

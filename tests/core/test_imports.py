@@ -1,0 +1,260 @@
+"""The shape of the code: no import cycle in workflow_scripts, no test importing another test, small modules.
+
+The import graph is static: every ``import`` / ``from ... import`` in a module's source, those inside
+functions included (they run sooner or later), relative ones resolved. Only imports guarded by
+``if TYPE_CHECKING:`` are left out: they never run, and they are how a type annotation names a class
+of a module that imports this one. A package's ``__init__`` is a node of its own: importing
+``pkg.mod`` adds an edge to ``pkg.mod`` only, ``from pkg import name`` one to ``pkg`` unless ``name``
+is a module of it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from pathlib import Path
+
+from support.paths import REPO
+
+PACKAGE = REPO / "workflow_scripts"
+TESTS = REPO / "tests"
+
+MAX_LINES = 400
+# Modules allowed more than MAX_LINES lines, each with the reason (module name -> why).
+OVERSIZED: dict[str, str] = {}
+
+
+# --- the import graph ------------------------------------------------------------------------------
+
+
+def package_modules(package_dir: Path) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the package in ``package_dir`` (``__init__``: the package)."""
+    modules = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = path.relative_to(package_dir.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    """``if TYPE_CHECKING:`` or ``if typing.TYPE_CHECKING:``."""
+    return ((isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+            or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
+
+
+def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement in ``tree`` (at any depth) except those under ``if TYPE_CHECKING:``."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            for statement in node.orelse:  # the else branch does run
+                visit(statement)
+        else:
+            for child in ast.iter_child_nodes(node):
+                visit(child)
+
+    visit(tree)
+    return found
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str | None:
+    """The longest prefix of dotted ``name`` that is a module of the package (None: outside it)."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in modules:
+            return candidate
+    return None
+
+
+def import_graph(package_dir: Path) -> dict[str, set[str]]:
+    """Module -> the modules of the same package it imports (statically; see the module docstring)."""
+    modules = package_modules(package_dir)
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        # The package a relative import starts from: the module's own package (a package: itself).
+        here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in _imports(tree):
+            if isinstance(node, ast.Import):
+                targets = [_resolve(alias.name, modules) for alias in node.names]
+            else:
+                if node.level:
+                    if node.level > len(here):
+                        raise ValueError(f"{path}:{node.lineno}: relative import beyond the top-level package")
+                    base = ".".join(here[:len(here) - (node.level - 1)] + ([node.module] if node.module else []))
+                else:
+                    base = node.module or ""
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else _resolve(base, modules)
+                           for alias in node.names]
+            graph[name].update(t for t in targets if t is not None and t != name)
+    return graph
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Cycles found by a depth-first search, one per back edge, each as a path [a, b, ..., a]."""
+    white, grey, black = 0, 1, 2
+    colour = dict.fromkeys(graph, white)
+    stack: list[str] = []
+    cycles = []
+
+    def visit(node: str) -> None:
+        colour[node] = grey
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if colour.get(target, white) == grey:
+                cycles.append(stack[stack.index(target):] + [target])
+            elif colour.get(target, white) == white:
+                visit(target)
+        stack.pop()
+        colour[node] = black
+
+    for node in sorted(graph):
+        if colour[node] == white:
+            visit(node)
+    return cycles
+
+
+def test_workflow_scripts_has_no_import_cycle():
+    graph = import_graph(PACKAGE)
+    assert len(graph) > 20 and any(graph.values()), "the graph of workflow_scripts looks empty"
+    cycles = find_cycles(graph)
+    assert not cycles, "import cycles in workflow_scripts:\n" + "\n".join("  " + " -> ".join(c) for c in cycles)
+
+
+# --- the cycle finder on a package written here ------------------------------------------------------
+
+
+def _write_package(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root / "fake"
+
+
+def test_the_cycle_finder_finds_a_cycle_through_a_function_level_relative_import(tmp_path):
+    package = _write_package(tmp_path, {
+        "fake/__init__.py": "",
+        "fake/sub/__init__.py": "",
+        "fake/sub/patterns.py": "import numpy\n\ndef classify():\n    from .pattern_cnn import predict\n",
+        "fake/sub/pattern_cnn.py": "from .patterns import THRESHOLDS\nfrom ..core import io\n",
+        "fake/core/__init__.py": "",
+        "fake/core/io.py": "import os\n",
+    })
+    graph = import_graph(package)
+    assert graph["fake.sub.patterns"] == {"fake.sub.pattern_cnn"}
+    assert graph["fake.sub.pattern_cnn"] == {"fake.sub.patterns", "fake.core.io"}
+    cycles = find_cycles(graph)
+    assert cycles == [["fake.sub.pattern_cnn", "fake.sub.patterns", "fake.sub.pattern_cnn"]]
+
+
+def test_the_cycle_finder_resolves_every_form_of_import(tmp_path):
+    package = _write_package(tmp_path, {
+        "fake/__init__.py": "from .core import errors\n",
+        "fake/core/__init__.py": "LIMIT = 3\n",
+        "fake/core/errors.py": "",
+        "fake/core/io.py": "from . import errors\nfrom . import LIMIT\n",
+        "fake/stage/__init__.py": "",
+        "fake/stage/a.py": ("import fake.core.io\nimport fake.core.errors as e\nfrom fake.core import LIMIT\n"
+                            "from fake.core.io import write\nfrom .. import core\nfrom ..core.errors import Bad\n"
+                            "import pandas\nfrom os import path\n"),
+        "fake/stage/typed.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import A\n"
+                                "else:\n    from . import a\n"),
+    })
+    graph = import_graph(package)
+    assert graph["fake"] == {"fake.core.errors"}
+    assert graph["fake.core.io"] == {"fake.core.errors", "fake.core"}
+    assert graph["fake.stage.a"] == {"fake.core.io", "fake.core.errors", "fake.core"}
+    assert graph["fake.stage.typed"] == {"fake.stage.a"}
+    assert find_cycles(graph) == []
+    # The package __init__ is a node of its own: a cycle through it is found too.
+    (package / "core" / "__init__.py").write_text("from .io import write\n")
+    assert find_cycles(import_graph(package)) == [["fake.core", "fake.core.io", "fake.core"]]
+
+
+# --- the tests' own imports --------------------------------------------------------------------------
+
+
+def _imported_modules(path: Path, local: set[str]) -> list[tuple[int, str]]:
+    """(line, dotted module) of every import in a test file. Relative imports keep their leading dots;
+    ``from X import name`` also yields ``X.name`` where X is relative or a folder of tests/ (where
+    ``name`` may be a test module)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            found.append((node.lineno, module))
+            if node.level or (node.module or "").split(".")[0] in local:
+                found += [(node.lineno, module + ("" if module.endswith(".") else ".") + alias.name)
+                          for alias in node.names]
+    return found
+
+
+def imports_of_test_modules(paths: list[Path], local: set[str], root: Path) -> list[str]:
+    """"file:line: imports module" for every import, in ``paths``, of a module named test_* or conftest."""
+    offending = []
+    for path in paths:
+        for line, module in _imported_modules(path, local):
+            parts = [part for part in module.split(".") if part]
+            if any(part == "conftest" or part.startswith("test_") for part in parts):
+                offending.append(f"{path.relative_to(root)}:{line}: imports {module}")
+    return offending
+
+
+def test_no_test_imports_another_test_file_or_a_conftest():
+    local = {path.name for path in TESTS.iterdir() if path.is_dir()}
+    offending = imports_of_test_modules(sorted(TESTS.rglob("*.py")), local, REPO)
+    assert not offending, ("tests share builders through tests/support and fixtures through conftest.py, "
+                           "never by importing a test file or a conftest:\n" + "\n".join(offending))
+
+
+def test_the_import_scan_sees_every_way_of_importing_a_test_module(tmp_path):
+    bad = tmp_path / "test_bad.py"
+    bad.write_text("import conftest\nfrom test_surface import write_dump\nfrom conftest import REPO\n"
+                   "def f():\n    import surface.test_statistics\n    from support import test_helpers\n"
+                   "from . import test_other\n")
+    good = tmp_path / "test_good.py"
+    good.write_text("from support.dumps import write_ordered_dump\nfrom scipy.stats import ttest_rel\n"
+                    "from workflow_scripts.core import stats\nimport pytest\n")
+    found = imports_of_test_modules([bad, good], {"support", "surface"}, tmp_path)
+    assert sorted(entry.split(":", 1)[1] for entry in found) == [
+        "1: imports conftest", "2: imports test_surface", "3: imports conftest",
+        "5: imports surface.test_statistics", "6: imports support.test_helpers", "7: imports .test_other"]
+
+
+def test_test_file_basenames_are_unique():
+    # pytest imports each test file by its basename (the default "prepend" import mode).
+    counts = Counter(path.name for path in TESTS.rglob("test_*.py"))
+    clashes = {name: sorted(str(p.relative_to(REPO)) for p in TESTS.rglob(name))
+               for name, n in counts.items() if n > 1}
+    assert not clashes, f"test files with the same basename in different folders: {clashes}"
+
+
+# --- module sizes ----------------------------------------------------------------------------------
+
+
+def _module_lines() -> dict[str, int]:
+    return {name: len(path.read_text(encoding="utf-8").splitlines())
+            for name, path in package_modules(PACKAGE).items()}
+
+
+def test_modules_are_at_most_max_lines_long():
+    too_long = {name: n for name, n in sorted(_module_lines().items()) if n > MAX_LINES and name not in OVERSIZED}
+    assert not too_long, (f"modules over {MAX_LINES} lines (split them along their seams, or list them in "
+                          "OVERSIZED with the reason): " + ", ".join(f"{m} ({n})" for m, n in too_long.items()))
+
+
+def test_the_oversized_list_is_current_and_gives_reasons():
+    lines = _module_lines()
+    stale = sorted(name for name in OVERSIZED if lines.get(name, 0) <= MAX_LINES)
+    assert not stale, f"OVERSIZED lists modules that are gone or no longer over {MAX_LINES} lines: {stale}"
+    unexplained = sorted(name for name, reason in OVERSIZED.items() if not reason.strip())
+    assert not unexplained, f"OVERSIZED entries without a reason: {unexplained}"

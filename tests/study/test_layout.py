@@ -1,0 +1,71 @@
+"""One folder per stage, mirrored everywhere: rules, code, entry points, docs, report captions, tests."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from workflow_scripts.study.stages import STAGES
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_every_stage_has_its_rules_code_entry_points_docs_and_tests(stage):
+    for path in (f"rules/{stage}.smk", f"workflow_scripts/{stage}/__init__.py",
+                 f"workflow_scripts/entrypoints/{stage}.py", f"docs/{stage}.md"):
+        assert (REPO / path).is_file(), f"stage {stage!r} has no {path}"
+    assert any((REPO / "tests" / stage).glob("test_*.py")), f"stage {stage!r} has no tests/{stage}/test_*.py"
+
+
+def test_the_snakefile_includes_the_study_model_then_every_stage_in_order():
+    included = re.findall(r'^include: "rules/(\w+)\.smk"', (REPO / "Snakefile").read_text(), re.M)
+    assert included == ["common", *STAGES]
+    assert sorted(p.stem for p in (REPO / "rules").glob("*.smk")) == sorted(["common", *STAGES])
+
+
+def _rules(stage: str) -> list[str]:
+    text = (REPO / "rules" / f"{stage}.smk").read_text()
+    return re.findall(r"^(?:rule|use rule \w+ as) (\w+)", text, re.M)
+
+
+def _entry_points(stage: str) -> set[str]:
+    tree = ast.parse((REPO / "workflow_scripts" / "entrypoints" / f"{stage}.py").read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "entry_point" and node.args
+                and isinstance(node.args[0], ast.Constant)):
+            names.add(node.args[0].value)
+    return names
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_every_rule_of_a_stage_runs_an_entry_point_of_the_same_stage(stage):
+    missing = [rule for rule in _rules(stage) if rule not in _entry_points(stage)]
+    assert not missing, f"rules of rules/{stage}.smk without an entry point in entrypoints/{stage}.py: {missing}"
+
+
+def test_report_captions_and_rule_files_name_their_stage():
+    for caption in (REPO / "report").glob("*.rst"):
+        assert caption.stem.split("_")[0] in {s.split("_")[0] for s in STAGES}, caption.name
+    for smk in (REPO / "rules").glob("*.smk"):
+        for caption in re.findall(r'caption="\.\./report/(\w+)\.rst"', smk.read_text()):
+            assert (REPO / "report" / f"{caption}.rst").is_file(), f"{smk.name}: caption {caption}.rst is missing"
+            assert caption.startswith(smk.stem) or smk.stem in ("data", "models"), f"{smk.name}: {caption}.rst"
+
+
+def test_rule_files_read_the_study_model_and_never_each_others_names():
+    """A name defined at the top of one .smk (a function or a constant) is never used in another."""
+    defined = {}
+    for smk in (REPO / "rules").glob("*.smk"):
+        for name in re.findall(r"^(?:def (\w+)|([A-Z_][A-Z0-9_]*) =)", smk.read_text(), re.M):
+            defined[name[0] or name[1]] = smk.stem
+    shared = {"STUDY"}  # built once in common.smk: the one name every rule file reads
+    for smk in (REPO / "rules").glob("*.smk"):
+        text = smk.read_text()
+        for name, home in defined.items():
+            if home != smk.stem and name not in shared and re.search(rf"\b{name}\b", text):
+                pytest.fail(f"rules/{smk.name} uses {name}, defined in rules/{home}.smk")

@@ -1,0 +1,163 @@
+"""The study model (workflow_scripts/study/model.py): the DAG's shape as plain data, from a validated config."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+from snakemake.utils import update_config, validate
+
+from workflow_scripts.core.errors import ConfigError
+from workflow_scripts.data.registry import corpus_splits
+from workflow_scripts.study.config import check_schema, check_semantics, coerce_config, load_schema
+from workflow_scripts.study.model import build_study
+from workflow_scripts.study.stages import STAGES
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = REPO / "schemas" / "config.schema.yaml"
+MODEL = "bert-base-uncased"
+
+
+def study_of(overrides: dict | None = None, *, results: str = "R"):
+    """The study of config.yaml with ``overrides`` on top, resolved as rules/common.smk does."""
+    config = yaml.safe_load((REPO / "config.yaml").read_text()) or {}
+    update_config(config, {"results": results, **copy.deepcopy(overrides or {})})
+    schema = load_schema(SCHEMA)
+    coerce_config(config, schema)
+    check_schema(config, schema)
+    validate(config, str(SCHEMA))
+    check_semantics(config)
+    return build_study(config)
+
+
+def one_model(**study) -> dict:
+    return {"study": {"models": [MODEL], **study}}
+
+
+def test_default_study_plans_every_stage():
+    study = study_of()
+    assert set(study.stage_outputs) == set(STAGES)
+    outputs = study.outputs()
+    assert len(outputs) == len(set(outputs))
+    for table in ("data_summary", "models", "finetune_metrics", "attention_dumps", "surface_heads",
+                  "dependency_best", "coref_best", "probes", "pattern_classes", "lexical_top_layers",
+                  "paper_comparison"):
+        assert f"R/tables/{table}.csv" in outputs
+    assert "R/figures/summary/bert-base-uncased.png" in outputs
+    assert not study.report_absent
+
+
+def test_adding_rte_to_the_tasks_adds_exactly_its_runs_dumps_and_parts():
+    before = study_of(one_model(tasks=["cola"]))
+    after = study_of(one_model(tasks=["cola", "rte"]))
+    seeds = after.config["finetune"]["seeds"]
+    steps = after.config["finetune"]["save_steps"]
+
+    assert set(after.data_tables()) - set(before.data_tables()) == {
+        f"R/data/rte/{split}.parquet" for split in corpus_splits("rte")}
+    assert set(corpus_splits("rte")) >= {"train", "dev"}
+    assert set(after.finetune_runs) - set(before.finetune_runs) == {(MODEL, "rte", seed) for seed in seeds}
+    rte_final = {f"rte.seed{seed}.final" for seed in seeds}
+    # The dumps of attention.corpora do not change: rte's dev dumps are made for the effects stage's parts.
+    assert after.dumps == before.dumps
+    expected_parts = {(MODEL, "pretrained", "rte"), *((MODEL, c, "rte") for c in rte_final)}
+    if after.config["finetune_effects"]["trajectory"]:
+        expected_parts |= {(MODEL, f"rte.seed{seed}.step{step}", "rte") for seed in seeds for step in steps}
+    assert set(after.effects_targets) - set(before.effects_targets) == expected_parts
+    # Nothing else moves: the other stages plan the same work, and the final tables keep their names.
+    assert after.surface_pairs == before.surface_pairs and after.syntax_pairs == before.syntax_pairs
+    assert set(after.outputs()) == set(before.outputs())
+
+
+def test_a_study_without_wiki_has_no_surface_outputs_and_the_report_says_why():
+    study = study_of(one_model(wiki=False, tasks=["cola"]))
+    assert study.surface_pairs == [] and study.stage_outputs["surface"] == []
+    assert "surface_heads" not in study.report_tables
+    assert "study.wiki" in study.report_absent["surface_heads"]
+    assert study.report_tables["dependency_best"] == "R/tables/dependency_best.csv"
+
+
+def test_without_glove_the_glove_probes_are_not_planned():
+    study = study_of(one_model(glove=False, tasks=["cola"]))
+    assert study.attention_probes == ["attn"] and study.baseline_probes == ["right_branching"]
+    probes = {(c, p) for _, c, p, _ in study.probe_parts()}
+    assert probes == {("pretrained", "attn"), ("pretrained", "mst_best_head"), ("random", "attn"),
+                      ("random", "mst_best_head"), ("none", "right_branching")}
+
+
+def test_a_study_without_tasks_finetunes_and_analyses_nothing():
+    study = study_of(one_model(tasks=[]))
+    assert study.finetune_runs == [] and study.effects_targets == []
+    assert study.stage_outputs["finetune"] == [] and study.stage_outputs["finetune_effects"] == []
+    assert "finetune_metrics" in study.report_absent and "pattern_classes" in study.report_absent
+
+
+def test_finetune_tasks_must_be_study_tasks():
+    with pytest.raises(ConfigError, match=r"'finetune.tasks': 'rte' is not one of 'study.tasks'"):
+        study_of({**one_model(tasks=["cola"]), "finetune": {"tasks": ["rte"]}})
+
+
+def test_offline_a_task_without_its_train_split_is_left_out_with_a_note(tmp_path):
+    mirror = tmp_path / "mirror"
+    (mirror / "glue" / "QNLI").mkdir(parents=True)
+    (mirror / "glue" / "QNLI" / "dev.tsv").write_text("index\tquestion\tsentence\tlabel\n")
+    study = study_of({**one_model(tasks=["qnli"], treebanks=[], wiki=False, glove=False), "offline": True,
+                      "mirror": str(mirror)})
+    assert study.splits == {"qnli": ["dev"]}
+    assert study.finetune_tasks == [] and study.effects_tasks == ["qnli"]
+    assert any("'qnli' is left out" in note and "train" in note for note in study.notes)
+    assert study.effects_pretrained_only == ["qnli"]
+    assert study.effects_targets == [(MODEL, "pretrained", "qnli")]
+
+
+def test_offline_a_listed_task_without_its_train_split_is_an_error(tmp_path):
+    mirror = tmp_path / "mirror"
+    (mirror / "glue" / "QNLI").mkdir(parents=True)
+    (mirror / "glue" / "QNLI" / "dev.tsv").write_text("index\tquestion\tsentence\tlabel\n")
+    with pytest.raises(ConfigError, match=r"'finetune.tasks': task 'qnli' cannot be fine-tuned"):
+        study_of({**one_model(tasks=["qnli"], treebanks=[], wiki=False, glove=False), "offline": True,
+                  "mirror": str(mirror), "finetune": {"tasks": ["qnli"]}})
+
+
+def test_trajectory_adds_the_intermediate_checkpoints_in_training_order():
+    config = {**one_model(tasks=["cola"]), "finetune": {"seeds": [1], "save_steps": [10, 20]},
+              "finetune_effects": {"trajectory": True}}
+    study = study_of(config)
+    assert study.effects_checkpoints(MODEL, "cola") == ["pretrained", "cola.seed1.step10", "cola.seed1.step20",
+                                                         "cola.seed1.final"]
+    config["finetune_effects"]["trajectory"] = False
+    assert study_of(config).effects_checkpoints(MODEL, "cola") == ["pretrained", "cola.seed1.final"]
+
+
+def test_the_report_context_carries_what_the_config_selects():
+    context = study_of({**one_model(tasks=["cola"]), "attention": {"input_protocol": "text"}}).report_context()
+    assert context["models"] == [MODEL] and context["tasks"] == ["cola"]
+    assert context["finetuned_tasks"] == ["cola"] and context["input_protocol"] == "text"
+
+
+def test_model_source_leaves_out_how_a_model_is_used():
+    study = study_of()
+    assert study.model_source(MODEL) == {"hub": "google-bert/bert-base-uncased"}
+
+
+def test_rule_inputs_follow_the_wildcards_and_the_study():
+    from types import SimpleNamespace
+
+    study = study_of(one_model(tasks=["cola"]))
+    inputs = study.inputs
+    finetuned = SimpleNamespace(model=MODEL, checkpoint="cola.seed42.final")
+    # the gradient of a fine-tuned checkpoint reads its own task's dev examples; the pretrained one does not
+    assert inputs.sep_gradient(finetuned)["task_data"] == "R/data/cola/dev.parquet"
+    assert "task_data" not in inputs.sep_gradient(SimpleNamespace(model=MODEL, checkpoint="pretrained"))
+    assert inputs.surface(finetuned)["dump"] == f"R/attention/{MODEL}/cola.seed42.final/wiki/segments/manifest.json"
+    probe = inputs.probe_attention(SimpleNamespace(model=MODEL, checkpoint="pretrained", probe="attn_glove"))
+    assert probe["train_maps"] == f"R/analysis/syntax/{MODEL}/pretrained/probe_features/ewt_train.maps.npy"
+    assert probe["glove"] == "R/data/glove/vectors.parquet"
+    assert "glove" not in inputs.probe_baseline(SimpleNamespace(model=MODEL, probe="right_branching"))
+    effects = inputs.effects_dump(SimpleNamespace(model=MODEL, checkpoint="pretrained", corpus="cola"))
+    assert effects["tokens"] == f"R/tokens/{MODEL}/cola/dev.parquet"
+    rule_classes = inputs.pattern_classes(SimpleNamespace(model=MODEL, checkpoint="pretrained", corpus="cola"))
+    assert set(rule_classes) == ({"checkpoint", "features"} if study.config["finetune_effects"]["classifier"] == "rule"
+                                 else {"checkpoint", "features", "dump", "tokens", "cnn"})

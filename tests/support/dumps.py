@@ -1,0 +1,175 @@
+"""Hand-built files in the attention stage's formats: attention dumps, token tables, annotation tables.
+
+Three dump writers and three token-table writers, each written for the tests of one analysis and
+kept apart because those tests depend on their details (shard count, storage order, row groups, the
+columns written):
+
+* :func:`write_sharded_dump` / :func:`write_token_table`: a dump split over ``n_shards`` as
+  extract_attention names them (one row per row group, token count in the manifest), and a complete
+  token table with the token strings (the surface statistics and the head clustering).
+* :func:`write_single_shard_dump` / :func:`write_word_index_tokens` / :func:`write_annotation`: a
+  one-shard dump of sorted example ids, a token table given by each token's word index, and a gold
+  annotation table (dependency, coreference and probes).
+* :func:`write_ordered_dump` / :func:`write_token_roles`: a dump whose examples are stored in a
+  given order, and a token table of the role columns only (special, segment, word index) (the
+  fine-tuning effects: patterns, pattern CNN, change, lexical categories).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from workflow_scripts.attention.annotate import ANNOTATION_SCHEMA
+from workflow_scripts.attention.extract import DUMP_SCHEMA, shard_names
+from workflow_scripts.attention.tokens import TOKEN_SCHEMA
+
+# --- the surface statistics' dumps ---------------------------------------------------------------
+
+
+def write_sharded_dump(directory: Path, maps: dict[int, np.ndarray], n_shards: int = 2) -> Path:
+    """A dump laid out like extract_attention's: float16 shards plus manifest.json (returned)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ids = list(maps)
+    layers, heads = next(iter(maps.values())).shape[:2]
+    bounds = np.linspace(0, len(ids), n_shards + 1).round().astype(int)
+    shards = []
+    for index, name in enumerate(shard_names(n_shards)):
+        chunk = ids[bounds[index]:bounds[index + 1]]
+        table = pa.Table.from_pydict({
+            "example_id": chunk, "n_tokens": [maps[i].shape[-1] for i in chunk],
+            "attention": [np.ascontiguousarray(maps[i], dtype="<f2").tobytes() for i in chunk]}, schema=DUMP_SCHEMA)
+        pq.write_table(table, directory / name, row_group_size=1, write_page_checksum=True)
+        shards.append({"file": name, "rows": len(chunk)})
+    manifest = {"num_layers": int(layers), "num_heads": int(heads), "examples": len(ids),
+                "tokens": int(sum(m.shape[-1] for m in maps.values())), "shards": shards}
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    return directory / "manifest.json"
+
+
+def write_token_table(path: Path, tokens: dict[int, list[str]], special: dict[int, list[bool]],
+                      input_ids: dict[int, list[int]] | None = None) -> Path:
+    """A complete token table: per example the token strings and their special flags."""
+    columns: dict[str, list] = {name: [] for name in TOKEN_SCHEMA.names}
+    for example_id, strings in tokens.items():
+        n = len(strings)
+        columns["example_id"] += [example_id] * n
+        columns["token_index"] += list(range(n))
+        columns["token"] += strings
+        columns["input_id"] += (input_ids or {}).get(example_id, [7] * n)
+        columns["token_type_id"] += [0] * n
+        columns["char_start"] += [0] * n
+        columns["char_end"] += [0] * n
+        columns["segment"] += [-1 if s else 0 for s in special[example_id]]
+        columns["special"] += special[example_id]
+        columns["word_index"] += [-1 if s else i for i, s in enumerate(special[example_id])]
+    pq.write_table(pa.Table.from_pydict(columns, schema=TOKEN_SCHEMA), path)
+    return path
+
+
+# --- the syntax analyses' dumps ------------------------------------------------------------------
+
+
+def write_single_shard_dump(directory: Path, examples: dict[int, np.ndarray], row_group_size: int = 2) -> Path:
+    """A dump (one shard + manifest) of token-level maps (layers, heads, T, T); returns ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ids = sorted(examples)
+    layers, heads = examples[ids[0]].shape[:2]
+    table = pa.table({
+        "example_id": pa.array(ids, pa.int64()),
+        "n_tokens": pa.array([examples[i].shape[-1] for i in ids], pa.int32()),
+        "attention": pa.array([np.ascontiguousarray(examples[i], dtype="<f2").tobytes() for i in ids],
+                              pa.large_binary()),
+    })
+    name = "shard-0000-of-0001.parquet"
+    pq.write_table(table, directory / name, row_group_size=row_group_size, write_page_checksum=True)
+    manifest = {"num_layers": layers, "num_heads": heads, "examples": len(ids),
+                "shards": [{"file": name, "rows": len(ids)}]}
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    return directory
+
+
+def write_word_index_tokens(path: Path, examples: dict[int, list[int]]) -> Path:
+    """A token table: per example, the word index of every token (-1: special token)."""
+    rows = {name: [] for name in TOKEN_SCHEMA.names}
+    for example_id, words in examples.items():
+        for index, word in enumerate(words):
+            rows["example_id"].append(example_id)
+            rows["token_index"].append(index)
+            rows["token"].append("[CLS]" if word < 0 and index == 0 else ("[SEP]" if word < 0 else f"w{word}"))
+            rows["input_id"].append(0)
+            rows["token_type_id"].append(0)
+            rows["char_start"].append(0)
+            rows["char_end"].append(0)
+            rows["segment"].append(-1 if word < 0 else 0)
+            rows["special"].append(word < 0)
+            rows["word_index"].append(word)
+    pq.write_table(pa.Table.from_pydict(rows, schema=TOKEN_SCHEMA), path)
+    return path
+
+
+def write_annotation(path: Path, sentences: dict[int, tuple[list[str], list[str], list[int], list[str]]]) -> Path:
+    """A gold annotation table: per example (words, upos, head, deprel)."""
+    rows = {name: [] for name in ANNOTATION_SCHEMA.names}
+    for example_id, (words, upos, head, deprel) in sentences.items():
+        rows["example_id"].append(example_id)
+        rows["annotator"].append("gold")
+        rows["words"].append(words)
+        rows["lemmas"].append(words)
+        rows["upos"].append(upos)
+        rows["head"].append(head)
+        rows["deprel"].append(deprel)
+        rows["segment"].append([0] * len(words))
+        rows["char_start"].append(list(range(len(words))))
+        rows["char_end"].append(list(range(1, len(words) + 1)))
+    pq.write_table(pa.Table.from_pydict(rows, schema=ANNOTATION_SCHEMA), path)
+    return path
+
+
+# --- the fine-tuning effects' dumps --------------------------------------------------------------
+
+
+def write_ordered_dump(directory: Path, maps: dict[int, np.ndarray], order: list[int] | None = None,
+                       shards: int = 2) -> Path:
+    """A dump of hand-built (layers, heads, T, T) maps, in ``order`` (storage order), as extraction writes it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    order = list(maps) if order is None else order
+    first = next(iter(maps.values()))
+    bounds = np.linspace(0, len(order), shards + 1).round().astype(int)
+    entries = []
+    for index in range(shards):
+        ids = order[bounds[index]:bounds[index + 1]]
+        name = f"shard-{index:04d}-of-{shards:04d}.parquet"
+        batch = pa.table({"example_id": pa.array(ids, pa.int64()),
+                          "n_tokens": pa.array([maps[i].shape[-1] for i in ids], pa.int32()),
+                          "attention": pa.array([maps[i].astype("<f2").tobytes() for i in ids], pa.large_binary())},
+                         schema=DUMP_SCHEMA)
+        pq.write_table(batch, directory / name, row_group_size=2, write_page_checksum=True)
+        entries.append({"file": name, "rows": len(ids)})
+    manifest = {"num_layers": first.shape[0], "num_heads": first.shape[1], "examples": len(order),
+                "shards": entries}
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    return directory / "manifest.json"
+
+
+def write_token_roles(path: Path, examples: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> Path:
+    """A token table of the role columns only: example id -> (special, segment, word_index) per token."""
+    rows = {"example_id": [], "token_index": [], "special": [], "segment": [], "word_index": []}
+    for example_id, (special, segment, word) in examples.items():
+        n = len(special)
+        rows["example_id"] += [example_id] * n
+        rows["token_index"] += list(range(n))
+        rows["special"] += [bool(s) for s in special]
+        rows["segment"] += [int(s) for s in segment]
+        rows["word_index"] += [int(w) for w in word]
+    table = pa.table({"example_id": pa.array(rows["example_id"], pa.int64()),
+                      "token_index": pa.array(rows["token_index"], pa.int32()),
+                      "special": pa.array(rows["special"], pa.bool_()),
+                      "segment": pa.array(rows["segment"], pa.int8()),
+                      "word_index": pa.array(rows["word_index"], pa.int32())})
+    pq.write_table(table, path)
+    return path

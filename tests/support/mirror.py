@@ -1,0 +1,95 @@
+"""The tiny offline mirror and the tiny study that the end-to-end tests run the real DAG on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+COLA = [("gj04", 1, "", "The cat sat on the mat."), ("gj04", 0, "*", "Cat the mat on sat the."),
+        ("gj04", 1, "", "They walked quickly."), ("gj04", 0, "*", "Walked they quickly the."),
+        ("gj04", 1, "", "She sees the big dog."), ("gj04", 0, "*", "Sees she dog big the the.")]
+
+CONLLU = """# newdoc id = doc{n}
+# global.Entity = GRP-etype-infstat-salience-centering-minspan-link-identity
+# sent_id = doc{n}-1
+# text = The dog sat. It won't go.
+1\tThe\tthe\tDET\tDT\t_\t2\tdet\t_\tEntity=(1-animal-new-sssss-cf1-1-coref
+2\tdog\tdog\tNOUN\tNN\t_\t3\tnsubj\t_\tEntity=1)
+3\tsat\tsit\tVERB\tVBD\t_\t0\troot\t_\tSpaceAfter=No
+4\t.\t.\tPUNCT\t.\t_\t3\tpunct\t_\t_
+5\tIt\tit\tPRON\tPRP\t_\t8\tnsubj\t_\tEntity=(1-animal-giv-sssss-cf1-1-coref)
+6-7\twon't\t_\t_\t_\t_\t_\t_\t_\t_
+6\two\twill\tAUX\tMD\t_\t8\taux\t_\t_
+7\tn't\tnot\tPART\tRB\t_\t8\tadvmod\t_\t_
+8\tgo\tgo\tVERB\tVB\t_\t3\tparataxis\t_\tSpaceAfter=No
+9\t.\t.\tPUNCT\t.\t_\t3\tpunct\t_\t_
+
+# sent_id = doc{n}-2
+# text = She sees the big house.
+1\tShe\tshe\tPRON\tPRP\t_\t2\tnsubj\t_\tEntity=(2-person-new-sssss-cf1-1-sgl)
+2\tsees\tsee\tVERB\tVBZ\t_\t0\troot\t_\t_
+3\tthe\tthe\tDET\tDT\t_\t5\tdet\t_\tEntity=(3-place-new-sssss-cf1-1-sgl
+4\tbig\tbig\tADJ\tJJ\t_\t5\tamod\t_\t_
+5\thouse\thouse\tNOUN\tNN\t_\t2\tobj\t_\tEntity=3)|SpaceAfter=No
+6\t.\t.\tPUNCT\t.\t_\t2\tpunct\t_\t_
+
+"""
+
+WIKI = "\n".join([
+    " = Dogs = ", " The dog sat on the mat . It was big .", " They walked quickly on the mat .",
+    " The cat sat . She sees the house .", " = = Cats = = ", " The big cat ran .", " It did not go .",
+    " = Houses = ", " The house is red .", " The small house is new .", " We saw it .", ""])
+
+
+def write_mirror(root: Path) -> Path:
+    cola = root / "glue" / "CoLA"
+    cola.mkdir(parents=True)
+    rows = ["\t".join(map(str, r)) for r in COLA]
+    (cola / "train.tsv").write_text("\n".join(rows * 3) + "\n")
+    (cola / "dev.tsv").write_text("\n".join(rows) + "\n")
+    for split, n in (("train", 12), ("dev", 6), ("test", 4)):
+        folder = root / "wic" / split
+        folder.mkdir(parents=True)
+        data = [f"dog\tN\t1-{i % 2}\tThe dog sat .\t{'dog ran' if i % 2 else 'A dog'} quickly ." for i in range(n)]
+        (folder / f"{split}.data.txt").write_text("\n".join(data) + "\n")
+        (folder / f"{split}.gold.txt").write_text("\n".join("T" if i % 2 else "F" for i in range(n)) + "\n")
+    for repo, prefix in (("UD_English-EWT", "en_ewt"), ("UD_English-GUM", "en_gum")):
+        folder = root / "ud" / repo
+        folder.mkdir(parents=True)
+        for split in ("train", "dev", "test"):
+            (folder / f"{prefix}-ud-{split}.conllu").write_text("".join(CONLLU.format(n=i) for i in range(3)))
+    rte = root / "glue" / "RTE"  # in the mirror, but not in the study until a test adds it
+    rte.mkdir(parents=True)
+    pairs = [f"{i}\tThe dog sat on the mat.\t{'A dog sat.' if i % 2 else 'The cat ran.'}\t"
+             f"{'entailment' if i % 2 else 'not_entailment'}" for i in range(12)]
+    (rte / "train.tsv").write_text("index\tsentence1\tsentence2\tlabel\n" + "\n".join(pairs) + "\n")
+    (rte / "dev.tsv").write_text("index\tsentence1\tsentence2\tlabel\n" + "\n".join(pairs[:6]) + "\n")
+    (root / "wikitext-2-raw").mkdir()
+    (root / "wikitext-2-raw" / "wiki.test.raw").write_text(WIKI)
+    (root / "glove").mkdir()
+    words = ["the", "dog", "sat", "it", "go", "she", "sees", "big", "house", "."]
+    (root / "glove" / "glove.6B.50d.first50000.txt").write_text(
+        "\n".join(w + " " + " ".join(f"{(i * 7 + j) % 11 / 10:.1f}" for j in range(50))
+                  for i, w in enumerate(words)) + "\n")
+    return root
+
+
+def write_tiny_study(work: Path, model: Path) -> Path:
+    """A tiny study in ``work``: a tiny mirror (``work/mirror``) and ``work/tiny.yaml`` for the tiny model
+    saved in ``model``; returns ``work``."""
+    mirror = write_mirror(work / "mirror")
+    config = {
+        "mirror": str(mirror), "offline": True,
+        # One task and two treebank splits keep the DAG small (about 90 jobs) but cover every stage.
+        "study": {"models": ["tiny"], "tasks": ["cola"], "treebanks": ["ewt", "gum"],
+                  "wiki": True, "glove": True},
+        "models": {"tiny": {"path": str(model), "max_length": 32}},
+        "data": {"wiki": {"n_segments": 4, "seed": 1, "max_words": 24}, "treebank_splits": ["train", "dev"]},
+        "annotation": {"annotator": "spacy"},
+        "attention": {"checkpoints": ["pretrained", "random"], "num_shards": 2, "threads": 1,
+                      "corpora": {"wiki": ["segments"], "ewt": ["train", "dev"], "gum": ["dev"]}},
+        "finetune": {"epochs": 1, "batch_size": 4, "max_train_examples": 8, "threads": 1, "save_steps": []},
+    }
+    (work / "tiny.yaml").write_text(yaml.safe_dump(config))
+    return work

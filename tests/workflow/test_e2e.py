@@ -1,0 +1,236 @@
+"""End to end: the real Snakemake DAG on a tiny study (tiny model, tiny mirror: the ``study`` fixture of
+tests/workflow/conftest.py, written by tests/support/mirror.py).
+
+Also checks the promises of incremental reruns: a second run does nothing, and
+touching one source file reruns its table and what depends on it, nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from support.paths import REPO
+from workflow_scripts.core.io import read_metadata
+
+pytestmark = pytest.mark.e2e
+
+
+def snakemake(work: Path, *args: str, configfile: str = "tiny.yaml") -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
+               str(work), "--configfile", str(work / configfile), "--cores", "2", *args]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    return subprocess.run(command, cwd=work, capture_output=True, text=True, env=env, timeout=3600)
+
+
+STUDY_WIDE = ("results/tables/", "results/figures/")
+
+
+def planned_outputs(result: subprocess.CompletedProcess) -> set[str]:
+    return {p.strip() for line in re.findall(r"^\s+output: (.*)$", result.stdout + result.stderr, re.MULTILINE)
+            for p in line.split(",")}
+
+
+@pytest.fixture(scope="module")
+def built(study):
+    result = snakemake(study)
+    assert result.returncode == 0, result.stderr[-6000:]
+    return study
+
+
+def test_full_tiny_study_builds(built):
+    results = built / "results"
+    summary = pd.read_csv(results / "tables" / "data_summary.csv")
+    rows = dict(zip(summary["corpus"] + "/" + summary["split"], summary["rows"]))
+    assert rows["cola/dev"] == 6 and rows["cola/train"] == 18
+    assert rows["ewt/dev"] == 6 and rows["gum_mentions/dev"] == 12
+    assert rows["wiki/segments"] == 4 and rows["glove/vectors"] == 10
+    dumps = pd.read_csv(results / "tables" / "attention_dumps.csv")
+    assert set(dumps["checkpoint"]) == {"pretrained", "random"}
+    assert set(dumps["corpus"] + "/" + dumps["split"]) == {"wiki/segments", "ewt/train", "ewt/dev", "gum/dev"}
+    assert (dumps["bytes_per_value"] > 0).all()
+    for log in (results / "logs").rglob("*.log"):
+        assert log.stat().st_size > 0, f"{log} is empty: every rule must log"
+
+
+def test_second_run_does_nothing(built):
+    result = snakemake(built, "--dry-run")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Nothing to be done" in result.stdout + result.stderr
+
+
+def test_editing_one_source_reruns_only_its_table_and_dependents(built):
+    # An edit, not a bare touch: Snakemake 9 keeps checksums of small inputs and rightly
+    # rebuilds nothing when a touched file's content is unchanged.
+    source = built / "mirror" / "glove" / "glove.6B.50d.first50000.txt"
+    original = source.read_text()
+    try:
+        source.write_text(original + "cat " + " ".join(["0.5"] * 50) + "\n")
+        later = time.time() + 5
+        os.utime(source, (later, later))
+        result = snakemake(built, "--dry-run")
+    finally:
+        # Later tests dry-run other changes against this study; it must be up to date again.
+        source.write_text(original)
+    assert result.returncode == 0, result.stderr[-3000:]
+    restored = snakemake(built, "--dry-run")
+    assert "Nothing to be done" in restored.stdout + restored.stderr, "restoring the content must restore the state"
+    outputs = planned_outputs(result)
+    data_tables = {o for o in outputs if o.startswith("results/data/")}
+    assert data_tables == {"results/data/glove/vectors.parquet"}, outputs
+    # Only the probes read GloVe: nothing upstream of them and no other analysis reruns.
+    stray = {o for o in outputs if not ("glove" in o or "probe" in o or o.startswith(STUDY_WIDE))}
+    assert not stray, sorted(stray)
+
+
+def _config(work: Path) -> dict:
+    return yaml.safe_load((work / "tiny.yaml").read_text())
+
+
+def _dry_run_with(work: Path, config: dict) -> set[str]:
+    changed = work / "changed.yaml"
+    changed.write_text(yaml.safe_dump(config))
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
+               "--configfile", str(changed), "--cores", "2", "--dry-run"]
+    result = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return planned_outputs(result)
+
+
+def test_adding_a_task_adds_exactly_that_tasks_branch(built):
+    config = _config(built)
+    config["study"]["tasks"] = [*config["study"]["tasks"], "rte"]
+    outputs = _dry_run_with(built, config)
+    assert "results/data/rte/train.parquet" in outputs and "results/data/rte/dev.parquet" in outputs
+    assert any("rte.seed" in o for o in outputs), "the new task must be fine-tuned"
+    # The pattern classifier is trained on maps of every task, so it is study-wide too.
+    pooled = "results/analysis/finetune_effects/tiny/pattern_"
+    stray = {o for o in outputs if "rte" not in o and not o.startswith((*STUDY_WIDE, pooled))}
+    assert not stray, f"outputs outside the rte branch would be rebuilt: {sorted(stray)}"
+
+
+def test_changing_a_models_max_length_reruns_its_extraction_and_downstream_only(built):
+    config = _config(built)
+    config["models"]["tiny"]["max_length"] = 24
+    outputs = _dry_run_with(built, config)
+    assert any(o.startswith("results/tokens/tiny/") for o in outputs)
+    assert any(o.startswith("results/attention/tiny/") for o in outputs)
+    upstream = {o for o in outputs if o.startswith(("results/data/", "results/annotation/", "results/models/"))}
+    assert not upstream, f"data, annotation and model cards do not depend on max_length: {sorted(upstream)}"
+
+
+def test_changing_an_analysis_threshold_reruns_only_that_analysis_its_figures_and_the_report(built):
+    config = _config(built)
+    config.setdefault("surface", {})["behaviour_threshold"] = 0.4
+    outputs = _dry_run_with(built, config)
+    assert "results/tables/head_clusters.csv" in outputs and "results/figures/surface/head_clusters.png" in outputs
+    report_parts = ("results/figures/summary/", "results/tables/paper_comparison.csv")
+    stray = {o for o in outputs if not ("head_clusters" in o or "head_distances" in o or o.startswith(report_parts))}
+    assert not stray, f"the behaviour threshold only feeds the clustering: {sorted(stray)}"
+
+
+def test_the_report_assembles_every_figure_and_table(built):
+    report = built / "report.html"
+    result = snakemake(built, "--report", str(report))
+    assert result.returncode == 0, result.stderr[-3000:]
+    html = report.read_text()
+    for name in ("summary", "tiny.png", "paper_comparison.csv", "surface_heads.csv", "dependency_best.csv",
+                 "probes.csv", "finetune_metrics.csv", "lexical_layers.csv", "pattern_classes.csv"):
+        assert name in html, f"{name} is missing from the report"
+
+
+def test_treebanks_are_fed_as_gold_words_and_every_table_says_so(built):
+    results = built / "results"
+    assert read_metadata(results / "tokens" / "tiny" / "ewt" / "dev.parquet")["input_protocol"] == "words"
+    assert read_metadata(results / "tokens" / "tiny" / "wiki" / "segments.parquet")["input_protocol"] == "text"
+    tokens = pq.read_table(results / "tokens" / "tiny" / "ewt" / "dev.parquet").to_pandas()
+    first = tokens[tokens.example_id == 0]
+    # "It won't go." is fed as "It wo n't go .": "wo" is a token of its own, as [C] fed the PTB.
+    assert "wo" in first["token"].tolist()
+    dumps = pd.read_csv(results / "tables" / "attention_dumps.csv")
+    protocol = dict(zip(dumps["corpus"], dumps["input_protocol"]))
+    assert protocol == {"wiki": "text", "ewt": "words", "gum": "words"}
+    for table in ("dependency_best", "dependency_heads", "coref_best", "probes"):
+        assert set(pd.read_csv(results / "tables" / f"{table}.csv")["input_protocol"]) == {"words"}, table
+
+
+def test_changing_the_input_protocol_reruns_only_the_treebank_branch(built):
+    config = _config(built)
+    config["attention"]["input_protocol"] = "text"
+    outputs = _dry_run_with(built, config)
+    token_tables = {o for o in outputs if o.startswith("results/tokens/")}
+    corpora = ("ewt/train", "ewt/dev", "gum/dev", "gumwin/dev")
+    assert token_tables == {f"results/tokens/tiny/{c}.parquet" for c in corpora}
+    upstream = {o for o in outputs if o.startswith(("results/data/", "results/annotation/", "results/checkpoints/"))}
+    assert not upstream, sorted(upstream)
+    untouched = {o for o in outputs if "/wiki/" in o or "cola" in o or "/surface/" in o}
+    assert not untouched, f"text corpora are fed as written under both protocols: {sorted(untouched)}"
+
+
+def test_a_corrupt_shard_fails_the_analysis_and_the_next_plain_run_rebuilds_it(built):
+    dump = built / "results" / "attention" / "tiny" / "pretrained" / "ewt" / "dev"
+    shard = dump / "shard-0001-of-0002.parquet"
+    shard.write_bytes(shard.read_bytes()[:300])
+    # The dependency scores must be rebuilt (a setting of theirs changed), so they read the dump.
+    config = _config(built)
+    config.setdefault("syntax", {})["max_offset"] = 4
+    (built / "offset4.yaml").write_text(yaml.safe_dump(config))
+    failed = snakemake(built, configfile="offset4.yaml")
+    assert failed.returncode != 0
+    log = (built / "results" / "logs" / "syntax" / "tiny_pretrained_dependency_dev.log").read_text()
+    named = "attention shard results/attention/tiny/pretrained/ewt/dev/shard-0001-of-0002.parquet is corrupt"
+    assert named in log and "run snakemake again" in log, log[-2000:]
+    rebuilt = snakemake(built, configfile="offset4.yaml")  # plain again: no target, no option
+    assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
+    assert "extract_attention" in rebuilt.stdout + rebuilt.stderr
+    assert (dump / "manifest.json").exists() and pq.ParquetFile(shard).metadata.num_rows > 0
+    assert (built / "results/analysis/syntax/tiny/pretrained/dependency/ewt_dev.parquet").exists()
+    final = snakemake(built, "--dry-run", configfile="offset4.yaml")
+    assert "Nothing to be done" in final.stdout + final.stderr
+
+
+def test_a_job_killed_mid_run_leaves_nothing_a_rerun_trusts(built):
+    # Runs last: it ends by bringing the study up to date again.
+    dump = built / "results" / "attention" / "tiny" / "pretrained" / "wiki" / "segments"
+    log = built / "results" / "logs" / "attention" / "tiny_pretrained_wiki_segments.log"
+    log.unlink(missing_ok=True)
+    # The target comes first: --forcerun takes every word after it as a rule or file to force.
+    target = "results/attention/tiny/pretrained/wiki/segments/manifest.json"
+    command = [sys.executable, "-m", "snakemake", target, "--snakefile", str(REPO / "Snakefile"),
+               "--directory", str(built), "--configfile", str(built / "tiny.yaml"), "--cores", "1",
+               "--forcerun", "extract_attention"]
+    output = built / "killed_run.txt"
+    with open(output, "w") as sink:
+        job = subprocess.Popen(command, cwd=built, stdout=sink, stderr=subprocess.STDOUT,
+                               env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True)
+        deadline = time.time() + 300
+        while not log.exists() and job.poll() is None and time.time() < deadline:
+            time.sleep(0.02)
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+    assert log.exists(), f"the extraction job never started:\n{output.read_text()[-3000:]}"
+    assert job.returncode == -signal.SIGKILL, f"the run ended before it was killed:\n{output.read_text()[-3000:]}"
+    assert not (dump / "manifest.json").exists(), "a killed extraction must not leave the manifest a reader trusts"
+    # A SIGKILLed Snakemake leaves its lock behind; --unlock is the documented way out.
+    assert snakemake(built, "--unlock").returncode == 0
+    # The half-made dump is planned again (the analyses built from the old dump stay valid: Snakemake
+    # does not rebuild outputs whose inputs merely went missing, as with temp() files).
+    plain = snakemake(built, target, "--dry-run")
+    assert target in planned_outputs(plain) or "incomplete" in (plain.stdout + plain.stderr).lower()
+    assert target in planned_outputs(snakemake(built, target, "--dry-run", "--rerun-incomplete"))
+    rerun = snakemake(built, "--rerun-incomplete")
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    final = snakemake(built, "--dry-run")
+    assert "Nothing to be done" in final.stdout + final.stderr

@@ -1,0 +1,177 @@
+"""What a stage hands the report, and the values the report hands back to a stage's code.
+
+A stage that publishes tables, paper comparisons or summary panels declares them in its own
+``workflow_scripts/<stage>/report.py`` as one module-level :class:`StageReport` named ``REPORT``;
+:mod:`workflow_scripts.report.registry` finds it through ``study.stages.STAGES``. Nothing in the
+report package names an analysis: adding one means writing its ``report.py`` (and its published
+numbers, ``report/paper_values/<stage>.csv``), never editing the report. See docs/report.md.
+
+- :class:`PaperComparison`: which ``analysis`` of the published numbers the stage answers, and the
+  function that turns one :class:`PaperItem` into rows of ``paper_comparison.csv``
+  (build them with :func:`.formatting.found_row` / :func:`.formatting.missing_row`).
+- :class:`SummaryPanel`: one panel of the summary page, its letter (its place on the page), the
+  function that draws it and the note on its data that the page's footnote carries.
+- :class:`StudyContext`, :class:`StudyTables`: what the config selects and the study's tables, read once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..core.errors import AtlasError
+
+
+@dataclass(frozen=True, kw_only=True)
+class StudyContext:
+    """What the study's config selects, so that a missing number can say why it is missing.
+
+    The fields without a default are config values (their defaults live in the config schema, once);
+    the others default to "nothing selected", which no comparison reads as a reason.
+    """
+
+    models: tuple[str, ...]
+    select_split: str                          # syntax.select_split
+    score_split: str                           # syntax.score_split ([C]'s protocol: select and score on it)
+    glove: bool                                # study.glove
+    resamples: int                             # syntax.bootstrap_resamples (the p-values of the syntax tables)
+    input_protocol: str                        # attention.input_protocol: how treebank sentences were fed
+    relations: tuple[str, ...] = ()            # syntax.relations (empty: every relation)
+    tasks: tuple[str, ...] = ()                # study.tasks
+    finetuned_tasks: tuple[str, ...] = ()      # the tasks the study fine-tunes (a train split)
+    analysed_tasks: tuple[str, ...] = ()       # the tasks whose dev inputs finetune_effects analyses
+    predictions: Mapping[str, Sequence[str]] = field(default_factory=dict)  # [L]'s task groups
+    annotator: str = ""                        # annotation.annotator (text without gold annotation)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> StudyContext:
+        """The context from a rule's ``params.context`` (``Study.report_context()``); unknown keys are ignored."""
+        tuples = ("models", "relations", "tasks", "finetuned_tasks", "analysed_tasks")
+        known = {k: (tuple(v) if k in tuples else v) for k, v in values.items() if k in cls.__dataclass_fields__}
+        if "predictions" in known:
+            known["predictions"] = {g: list(t) for g, t in dict(known["predictions"]).items()}
+        return cls(**known)
+
+
+def as_number(text: Any) -> float | None:
+    """The value as a float, or None for a range, a list or words ("32-61", "1, 10, 11, 12")."""
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class PaperItem:
+    """One published number: a row of a stage's ``report/paper_values/<stage>.csv``."""
+
+    paper: str
+    analysis: str
+    item: str
+    value: str
+    unit: str
+    note: str
+    source: str
+
+    @property
+    def number(self) -> float | None:
+        return as_number(self.value)
+
+    @property
+    def scale(self) -> float:
+        """Study tables hold fractions; a unit in % (accuracy %, UAS) prints them as percentages."""
+        unit = self.unit.strip().lower()
+        return 100.0 if "%" in unit or unit in ("uas", "uuas") else 1.0
+
+
+class StudyTables:
+    """The study tables by name, read once; a table the study does not produce is None, with its reason."""
+
+    def __init__(self, paths: Mapping[str, str | Path | None], absent: Mapping[str, str] | None = None) -> None:
+        self.paths = {name: path for name, path in paths.items() if path}
+        self.absent = dict(absent or {})
+        self._frames: dict[str, pd.DataFrame] = {}
+
+    def get(self, name: str) -> pd.DataFrame | None:
+        if name not in self.paths:
+            return None
+        if name not in self._frames:
+            path = self.paths[name]
+            try:
+                self._frames[name] = pd.read_csv(path, keep_default_na=False, na_values=[""])
+            except pd.errors.EmptyDataError:
+                self._frames[name] = pd.DataFrame()
+            except (OSError, pd.errors.ParserError) as exc:
+                raise AtlasError(f"{path}: unreadable table ({exc}); rerun snakemake to rebuild it") from exc
+        return self._frames[name]
+
+    def why_absent(self, name: str) -> str:
+        return self.absent.get(name) or f"the study does not produce {name}.csv"
+
+    def model_rows(self, name: str, model: str) -> tuple[pd.DataFrame | None, str]:
+        """The rows of ``model`` in table ``name``, or None and the reason there are none."""
+        frame = self.get(name)
+        if frame is None:
+            return None, self.why_absent(name)
+        if frame.empty or "model" not in frame.columns:
+            return None, f"{name}.csv has no rows"
+        rows = frame[frame["model"].astype(str) == model]
+        if rows.empty:
+            return None, f"{name}.csv has no rows for model {model}"
+        return rows, ""
+
+
+# compare(item, model, tables, context) -> rows of paper_comparison.csv (formatting.found_row / missing_row)
+Compare = Callable[[PaperItem, str, StudyTables, StudyContext], list[dict[str, Any]]]
+# draw(ax, model, tables, items, context) -> None where drawn, else the reason it is "not in this study"
+Draw = Callable[[Any, str, StudyTables, Sequence[PaperItem], StudyContext], "str | None"]
+
+
+@dataclass(frozen=True)
+class PaperComparison:
+    """The stage answers the published numbers whose ``analysis`` column is ``analysis`` with ``compare``."""
+
+    analysis: str
+    compare: Compare
+
+
+@dataclass(frozen=True)
+class SummaryPanel:
+    """One panel of the summary page.
+
+    ``letter``: its place on the page (A-F fill a 2 x 3 grid row by row). ``draw`` draws it on a
+    matplotlib axes. ``data_note``: what it rests on, for the page's footnote ("wiki segments"), or a
+    function of the :class:`StudyContext` that says it; consecutive letters with the same note share it
+    ("B-C ..."). ``protocol_table``: the table whose ``input_protocol`` column the footnote names for
+    this panel (treebank panels), or None.
+    """
+
+    letter: str
+    draw: Draw
+    data_note: str | Callable[[StudyContext], str]
+    protocol_table: str | None = None
+
+    def note(self, context: StudyContext) -> str:
+        return self.data_note(context) if callable(self.data_note) else self.data_note
+
+
+@dataclass(frozen=True)
+class StageReport:
+    """A stage's share of the report, declared as ``REPORT`` in ``workflow_scripts/<stage>/report.py``.
+
+    ``tables``: the study tables (``{results}/tables/<name>.csv``) the report reads from this stage;
+    the report rules take them as inputs. ``comparisons``: the paper analyses the stage answers.
+    ``panels``: its summary panels. ``paper_values``: the file name of its published numbers under
+    ``report/paper_values/`` (columns ``paper,analysis,item,value,unit,note,source``), or None.
+    """
+
+    tables: tuple[str, ...] = ()
+    comparisons: tuple[PaperComparison, ...] = ()
+    panels: tuple[SummaryPanel, ...] = ()
+    paper_values: str | None = None

@@ -1,0 +1,306 @@
+"""The study model: what the DAG builds, computed once from the validated config.
+
+``build_study(config)`` answers every question a rule file asks: which corpora and splits exist,
+which models and checkpoints, which fine-tuning runs, which attention dumps, what each analysis
+stage runs and on what, which tables the report reads and why the others are absent, and the
+final outputs (``rule all``). It is plain Python with no Snakemake inside, so the study's shape is
+unit-tested (tests/study/test_model.py): "adding rte to study.tasks adds exactly these outputs".
+
+Each stage has one section below (``_plan_<stage>``), in the order of :data:`STAGES`; a section
+reads the config and what the sections before it planned, never a later one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.errors import ConfigError
+from ..data.registry import UD_TREEBANKS
+from ..finetune.tasks import checkpoint_name, dev_split, mirror_files, task_seeds, task_settings
+from .config import selected_corpora, selected_splits
+from .paths import ResultPaths
+from .stages import STAGES
+
+COREF_CORPUS = "gumwin"  # GUM documents cut into windows (rule gum_windows)
+# Corpora with gold words: the UD treebanks and GUM's coreference windows; they are fed to the
+# model under attention.input_protocol (workflow_scripts/attention/texts.py).
+TREEBANK_CORPORA = (*UD_TREEBANKS, COREF_CORPUS)
+SURFACE_TABLES = ("surface_heads", "sep_gradient", "head_clusters", "attention_distance")
+SURFACE_FIGURES = ("special_tokens", "positional", "entropy", "sep_gradient", "head_clusters")
+EFFECTS_TABLES = ("pattern_classes", "pattern_classifier", "finetune_change", "lexical_layers", "lexical_heads",
+                  "lexical_change", "lexical_last_layer", "lexical_top_layers")
+EFFECTS_FIGURES = ("pattern_classes", "finetune_change", "lexical_layers", "trajectory")
+
+
+@dataclass
+class Study:
+    """Everything the DAG needs to know about one study (see the module docstring)."""
+
+    config: Mapping[str, Any]
+    paths: ResultPaths
+    splits: dict[str, list[str]]              # corpus -> the splits the study builds
+    notes: list[str] = field(default_factory=list)  # what was left out and why (logged by the Snakefile)
+    # finetune
+    finetune_tasks: list[str] = field(default_factory=list)
+    finetune_runs: list[tuple[str, str, int]] = field(default_factory=list)   # (model, task, seed)
+    # attention
+    dumps: list[tuple[str, str, str, str]] = field(default_factory=list)      # (model, checkpoint, corpus, split)
+    # surface
+    surface_pairs: list[tuple[str, str]] = field(default_factory=list)        # (model, checkpoint)
+    # syntax
+    syntax_splits: list[str] = field(default_factory=list)
+    syntax_pairs: list[tuple[str, str]] = field(default_factory=list)
+    coref_pairs: list[tuple[str, str]] = field(default_factory=list)
+    attention_probes: list[str] = field(default_factory=list)
+    baseline_probes: list[str] = field(default_factory=list)
+    # finetune_effects
+    effects_tasks: list[str] = field(default_factory=list)
+    effects_targets: list[tuple[str, str, str]] = field(default_factory=list)  # (model, checkpoint, task)
+    # report
+    report_tables: dict[str, str] = field(default_factory=dict)   # table name -> path
+    report_absent: dict[str, str] = field(default_factory=dict)   # table name -> why the study has none
+    stage_outputs: dict[str, list[str]] = field(default_factory=dict)
+
+    # --- simple views --------------------------------------------------------------------------------------
+
+    @property
+    def results(self) -> str:
+        return self.paths.root
+
+    @property
+    def inputs(self):
+        """The input functions of the rules (workflow_scripts/study/inputs.py)."""
+        from .inputs import RuleInputs
+
+        return RuleInputs(self)
+
+    @property
+    def offline(self) -> bool:
+        return bool(self.config["offline"])
+
+    @property
+    def mirror(self) -> str | None:
+        return self.config["mirror"]
+
+    @property
+    def models(self) -> list[str]:
+        return list(self.config["study"]["models"])
+
+    def model_source(self, model: str) -> dict[str, Any]:
+        """The keys of a model entry that say where it comes from (not how it is used, e.g. max_length),
+        so that changing a usage setting does not rebuild the model card or its checkpoints."""
+        entry = self.config["models"][model]
+        keys = ("hub", "path", "revision", *(("package", "subdir") if entry.get("package") else ()))
+        return {k: v for k, v in entry.items() if k in keys}
+
+    def data_tables(self) -> list[str]:
+        """Every data table the study builds (with the mention tables of the coreference treebanks)."""
+        tables = [self.paths.data_table(c, s) for c, splits in self.splits.items() for s in splits]
+        for treebank in self.config["data"]["coreference_treebanks"]:
+            tables += [self.paths.mentions_table(treebank, s) for s in self.splits.get(treebank, [])]
+        return tables
+
+    def finetune_settings(self, task: str, model: str | None = None) -> dict[str, Any]:
+        """A task's run settings ('finetune' with 'finetune.per_task.{task}' on top); max_length null means
+        the model entry's max_length."""
+        model_max = self.config["models"][model].get("max_length") if model else None
+        return task_settings(self.config["finetune"], task, model_max)
+
+    def finetuned_checkpoints(self, model: str, tasks: list[str] | None = None, final_only: bool = False) -> list[str]:
+        """Names of the fine-tuned checkpoints of ``model``, in training order per run: each step, then final."""
+        names = []
+        for m, task, seed in self.finetune_runs:
+            if m != model or (tasks is not None and task not in tasks):
+                continue
+            steps = [] if final_only else self.finetune_settings(task)["save_steps"]
+            names += [checkpoint_name(task, seed, step) for step in [*steps, "final"]]
+        return names
+
+    @property
+    def effects_pretrained_only(self) -> list[str]:
+        """Tasks analysed with the pretrained checkpoint only: the study fine-tunes nothing on them."""
+        return [t for t in self.effects_tasks if t not in self.finetune_tasks]
+
+    def effects_checkpoints(self, model: str, task: str) -> list[str]:
+        """pretrained, then the task's fine-tuned checkpoints in order (final only without trajectory)."""
+        names = ["pretrained"]
+        if task in self.finetune_tasks:
+            trajectory = self.config["finetune_effects"]["trajectory"]
+            names += self.finetuned_checkpoints(model, [task], final_only=not trajectory)
+        return names
+
+    def effects_pairs(self, model: str) -> list[tuple[str, str]]:
+        """(checkpoint, task) of every fine-tuning-effects part of ``model``."""
+        return [(c, t) for m, c, t in self.effects_targets if m == model]
+
+    def probe_parts(self) -> list[tuple[str, str, str, str]]:
+        """(model, checkpoint or 'none', probe, path) of every probe result the probes table combines."""
+        parts = []
+        for model, checkpoint in self.syntax_pairs:
+            parts += [(model, checkpoint, p, self.paths.analysis("syntax", model, checkpoint, "probes", f"{p}.parquet"))
+                      for p in (*self.attention_probes, "mst_best_head")]
+        for model in sorted({m for m, _ in self.syntax_pairs}):
+            parts += [(model, "none", p, self.paths.analysis("syntax", model, "baselines", f"{p}.parquet"))
+                      for p in self.baseline_probes]
+        return parts
+
+    def report_context(self) -> dict[str, Any]:
+        """What the config selects, for the report's reasons and protocol labels (report.items.StudyContext)."""
+        syntax = self.config["syntax"]
+        return {
+            "models": self.models,
+            "relations": list(syntax["relations"]),
+            "select_split": syntax["select_split"],
+            "score_split": syntax["score_split"],
+            "tasks": list(self.config["study"]["tasks"]),
+            "finetuned_tasks": list(self.finetune_tasks),
+            "analysed_tasks": list(self.effects_tasks),
+            "predictions": self.config["finetune_effects"]["predictions"],
+            "glove": self.config["study"]["glove"],
+            "annotator": self.config["annotation"]["annotator"],
+            # How treebank sentences were fed (the captions say it; the tables carry it per row).
+            "input_protocol": self.config["attention"]["input_protocol"],
+            # The bootstrap resamples B of the syntax tables: a p-value at the floor 1/B prints as "p < 1/B".
+            "resamples": syntax["bootstrap_resamples"],
+        }
+
+    def outputs(self) -> list[str]:
+        """The final outputs of the study (rule all), stage by stage."""
+        return [path for stage in STAGES for path in self.stage_outputs.get(stage, [])]
+
+
+def build_study(config: Mapping[str, Any]) -> Study:
+    """The study of a validated config (raises ConfigError naming the key and the fix)."""
+    splits = {corpus: selected_splits(dict(config), corpus) for corpus in selected_corpora(dict(config))}
+    for corpus, found in splits.items():
+        if not found:
+            raise ConfigError(f"corpus {corpus!r}: no split is available offline in the mirror {config['mirror']}")
+    study = Study(config=config, paths=ResultPaths(config["results"]), splits=splits)
+    for plan in (_plan_data, _plan_models, _plan_finetune, _plan_attention, _plan_surface, _plan_syntax,
+                 _plan_finetune_effects, _plan_report):
+        plan(study)
+    return study
+
+
+def _plan_data(study: Study) -> None:
+    study.stage_outputs["data"] = [study.paths.table("data_summary")]
+
+
+def _plan_models(study: Study) -> None:
+    study.stage_outputs["models"] = [study.paths.table("models")]
+
+
+def _chosen_tasks(study: Study, section: str, needs, what: str) -> list[str]:
+    """The study tasks a stage runs: ``{section}.tasks: null`` takes those whose splits exist (a note
+    for the others), a list must name study tasks whose splits exist (an error otherwise)."""
+    requested = study.config[section]["tasks"]
+    study_tasks = list(study.config["study"]["tasks"])
+    chosen = []
+    for task in study_tasks if requested is None else requested:
+        if task not in study_tasks:
+            raise ConfigError(f"config key '{section}.tasks': {task!r} is not one of 'study.tasks' "
+                              f"({', '.join(study_tasks)}); add it there or remove it here")
+        missing = [s for s in needs(task) if s not in study.splits.get(task, [])]
+        if not missing:
+            chosen.append(task)
+            continue
+        why = f"the study builds no {missing[0]} split for it"
+        if study.config["offline"]:
+            why += (f": offline, the mirror {study.config['mirror']} holds no "
+                    f"{mirror_files(task, missing[0], study.config['mirror'])}")
+        if requested is not None:
+            raise ConfigError(f"config key '{section}.tasks': task {task!r} cannot be {what}: {why}; remove it "
+                              f"from '{section}.tasks', point 'mirror' at a copy that holds that file, or set "
+                              "'offline: false' to download it")
+        study.notes.append(f"{section}: task {task!r} is left out: {why} (list it in '{section}.tasks' to make "
+                           "this an error)")
+    return chosen
+
+
+def _plan_finetune(study: Study) -> None:
+    study.finetune_tasks = _chosen_tasks(study, "finetune", lambda t: ("train", dev_split(t)), "fine-tuned")
+    study.finetune_runs = [(model, task, seed) for model in study.models for task in study.finetune_tasks
+                           for seed in task_seeds(study.config["finetune"], task)]
+    study.stage_outputs["finetune"] = [study.paths.table("finetune_metrics")] if study.finetune_runs else []
+
+
+def _plan_attention(study: Study) -> None:
+    attention = study.config["attention"]
+    study.dumps = [(model, checkpoint, corpus, split)
+                   for model in study.models for checkpoint in attention["checkpoints"]
+                   for corpus, splits in attention["corpora"].items() for split in splits
+                   if split in study.splits.get(corpus, [])]
+    study.stage_outputs["attention"] = [study.paths.table("attention_dumps")]
+
+
+def _plan_surface(study: Study) -> None:
+    surface = study.config["surface"]
+    study.surface_pairs = [(m, c) for m, c, corpus, split in study.dumps
+                           if corpus == surface["corpus"] and split == surface["split"]]
+    study.stage_outputs["surface"] = ([study.paths.table(name) for name in SURFACE_TABLES]
+                                      + study.paths.figures("surface", SURFACE_FIGURES)) if study.surface_pairs else []
+
+
+def _plan_syntax(study: Study) -> None:
+    syntax = study.config["syntax"]
+    study.syntax_splits = sorted({syntax["select_split"], syntax["score_split"]})
+    dumped = {(m, c, s) for m, c, corpus, s in study.dumps if corpus == "ewt"}
+    pairs = {(m, c) for m, c, _ in dumped}
+    study.syntax_pairs = sorted((m, c) for m, c in pairs if all((m, c, s) in dumped for s in study.syntax_splits))
+    coref = (syntax["coref_split"] in study.splits.get("gum", [])
+             and "gum" in study.config["data"]["coreference_treebanks"])
+    study.coref_pairs = list(study.syntax_pairs) if coref else []
+    glove = "glove" in study.splits
+    study.attention_probes = ["attn", *(["attn_glove"] if glove else [])]
+    study.baseline_probes = ["right_branching", *(["distance_glove"] if glove else [])]
+    outputs = []
+    if study.syntax_pairs:
+        outputs = [study.paths.table(name) for name in ("dependency_heads", "dependency_best", "probes")]
+        if study.coref_pairs:
+            outputs += [study.paths.table("coref_heads"), study.paths.table("coref_best")]
+        for model, checkpoint in study.syntax_pairs:
+            outputs += study.paths.figures("syntax", [f"{figure}_{model}_{checkpoint}"
+                                                      for figure in ("dependency_heads", "best_head_maps")])
+    study.stage_outputs["syntax"] = outputs
+
+
+def _plan_finetune_effects(study: Study) -> None:
+    study.effects_tasks = _chosen_tasks(study, "finetune_effects", lambda t: (dev_split(t),), "analysed")
+    study.effects_targets = [(m, c, t) for m in study.models for t in study.effects_tasks
+                             for c in study.effects_checkpoints(m, t)]
+    study.stage_outputs["finetune_effects"] = ([study.paths.table(name) for name in EFFECTS_TABLES]
+                                               + study.paths.figures("finetune_effects", EFFECTS_FIGURES)
+                                               if study.effects_tasks else [])
+
+
+def _plan_report(study: Study) -> None:
+    """Which tables the report reads exist in this study, and why the others do not."""
+    from ..report.registry import report_tables
+
+    syntax, surface = study.config["syntax"], study.config["surface"]
+    no_syntax = (f"the study dumps no EWT {' and '.join(study.syntax_splits)} attention "
+                 "(study.treebanks, attention.corpora)")
+    no_effects = "the study analyses no task's dev inputs (study.tasks, finetune_effects.tasks)"
+    produced = {
+        "models": (True, ""),
+        "surface_heads": (bool(study.surface_pairs), f"the study dumps no {surface['corpus']}/{surface['split']} "
+                          "attention (study.wiki, attention.corpora, surface.corpus)"),
+        "dependency_best": (bool(study.syntax_pairs), no_syntax),
+        "probes": (bool(study.syntax_pairs), no_syntax),
+        "coref_best": (bool(study.coref_pairs), f"the study scores no GUM {syntax['coref_split']} coreference "
+                       "(study.treebanks, data.coreference_treebanks, attention.corpora)"),
+        "finetune_metrics": (bool(study.finetune_runs), "the study fine-tunes no model (study.tasks, finetune.tasks;"
+                             " offline: only tasks whose train split the mirror holds)"),
+        **{name: (bool(study.effects_tasks), no_effects)
+           for name in ("pattern_classes", "pattern_classifier", "lexical_top_layers", "lexical_last_layer")},
+    }
+    for name in report_tables(STAGES):
+        made, why = produced.get(name, (study.paths.table(name) in study.outputs(), ""))
+        if made:
+            study.report_tables[name] = study.paths.table(name)
+        else:
+            study.report_absent[name] = why or f"the study does not produce {name}.csv"
+    study.stage_outputs["report"] = [study.paths.table("paper_comparison")] + [
+        study.paths.figure("summary", model, ext) for model in study.models for ext in ("png", "pdf")]
