@@ -1,4 +1,5 @@
-"""Where the repository is, and the optional real assets some tests read (skipped when absent)."""
+"""Where the repository and its config schema are, and the optional real assets some tests read (skipped
+when absent)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+# The JSON schema of config.yaml: its types, its defaults and each key's description.
+SCHEMA_PATH = REPO / "schemas" / "config.schema.yaml"
 # The offline data mirror (docs/data.md) for the tests that read real data: ATLAS_TEST_MIRROR, or the
 # folder CI checks out beside the clone.
 SHARED_DATA = Path(os.environ.get("ATLAS_TEST_MIRROR", REPO.parent / "shared" / "data"))

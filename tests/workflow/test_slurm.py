@@ -18,7 +18,8 @@ and checks that
     file equal byte for byte (logs aside, which record times and paths).
 The profile is used as it is, except where this machine lacks what it asks for: the partition
 (that of the cluster here), accounts, GPUs (the tiny study runs on the CPU) and memory beyond
-half a node's. Those overrides are derived from the profile, not from a list of rule names.
+half a node's. Those overrides are derived from the profile (tests/support/slurm_runs.py), not from
+a list of rule names.
 Both runs take most of an hour on a 2-core machine; ATLAS_SLURM_TIMEOUT_S bounds each.
 """
 
@@ -42,6 +43,7 @@ import pytest
 import yaml
 
 from support.paths import REPO
+from support.slurm_runs import finished_of, jobs_of, slurm_overrides, submissions_of
 
 pytestmark = pytest.mark.e2e
 
@@ -50,8 +52,6 @@ SCRIPT = REPO / "scripts" / "slurm_one_node.sh"
 REQUESTED = os.environ.get("ATLAS_SLURM_TEST") == "1"
 RUN_TIMEOUT_S = int(os.environ.get("ATLAS_SLURM_TIMEOUT_S", "5400"))  # per Snakemake run
 JOB_PREFIX = f"atlastest{os.getpid()}"  # SLURM job names: {JOB_PREFIX}_{run uuid}
-# Resources with which the profile asks for GPUs (snakemake-executor-plugin-slurm 2.x).
-GPU_RESOURCES = ("gpu", "gpus", "gpu_model", "gres", "cpus_per_gpu", "tasks_per_gpu")
 # Columns / keys that may record when or on which host a job ran rather than what it computed.
 # (Absolute paths into the run's own directory are compared with that directory replaced.)
 VOLATILE = re.compile(r"(^|_)(time|times|seconds|elapsed|duration|date|timestamp|host|hostname|"
@@ -166,43 +166,6 @@ def _snakemake(workflow: Path, work: Path, directory: Path, *args: str) -> tuple
     return result, time.monotonic() - start
 
 
-def _cli(value) -> str:
-    """A profile's resource value as the profile parser passes it on (expressions stay expressions)."""
-    return repr(value) if isinstance(value, str) and re.fullmatch(r"[-+]?[\d.]+", value) else str(value)
-
-
-
-def slurm_overrides(profile: dict, cluster: dict) -> list[str]:
-    """Command-line options that adapt the profile to this cluster and nothing more: partition,
-    no account, no GPU request, memory capped at half a node's, threads at a node's CPUs."""
-
-    def adapt(resources: dict) -> dict:
-        out = {}
-        for name, value in resources.items():
-            if name in GPU_RESOURCES or name == "slurm_account":
-                continue
-            if name == "slurm_partition":
-                value = repr(cluster["partition"])  # quoted: a string, not an expression
-            if name == "mem_mb" and isinstance(value, int):  # two jobs side by side, as --cores 2
-                value = min(value, cluster["mem_mb"] // 2)
-            out[name] = value
-        return out
-
-    defaults = adapt(profile.get("default-resources") or {})
-    defaults["slurm_partition"] = repr(cluster["partition"])
-    options = ["--default-resources", *(f"{k}={_cli(v)}" for k, v in defaults.items())]
-    per_rule = []
-    for rule, resources in (profile.get("set-resources") or {}).items():
-        adapted = adapt(resources)
-        if any(name in resources for name in GPU_RESOURCES):
-            adapted["gpu"] = 0  # the rules' own 'gpu=' is 0 for device cpu/auto: no GPU here
-        per_rule += [f"{rule}:{k}={_cli(v)}" for k, v in adapted.items()]
-    if per_rule:
-        options += ["--set-resources", *per_rule]
-    options += ["--max-threads", str(cluster["cpus"])]
-    return options
-
-
 @pytest.fixture(scope="module")
 def runs(cluster, workflow, study):
     """The tiny study built locally and through SLURM (results, logs, wall times)."""
@@ -231,32 +194,6 @@ def runs(cluster, workflow, study):
     print(f"\nwall time: local run {local_s:.0f} s, SLURM run {slurm_s:.0f} s")
     return {"local": study / "local", "slurm": study / "slurm", "local_log": local.stdout + local.stderr,
             "slurm_log": log, "local_s": local_s, "slurm_s": slurm_s}
-
-
-def jobs_of(log: str) -> dict[int, dict]:
-    """Snakemake's job blocks in a run's log: jobid -> {rule, local, has_output}."""
-    jobs = {}
-    for match in re.finditer(r"^(local)?rule (\S+):\n((?:[ \t]+\S.*\n?)*)", log, re.MULTILINE):
-        body = match.group(3)
-        jobid = re.search(r"^\s+jobid: (\d+)", body, re.MULTILINE)
-        if jobid:
-            jobs[int(jobid.group(1))] = {"rule": match.group(2), "local": bool(match.group(1)),
-                                         "has_output": bool(re.search(r"^\s+output: ", body, re.MULTILINE))}
-    return jobs
-
-
-def finished_of(log: str) -> set[int]:
-    return {int(j) for j in re.findall(r"Finished jobid: (\d+)", log)}
-
-
-def submissions_of(log: str) -> dict[int, str]:
-    """Snakemake job id -> SLURM job id, from 'Job N has been submitted with SLURM jobid M'."""
-    pairs = re.findall(r"Job (\d+) has been submitted with SLURM jobid (\S+?) ", log)
-    submitted: dict[int, str] = {}
-    for job, slurm_id in pairs:
-        assert int(job) not in submitted, f"job {job} submitted twice ({submitted[int(job)]}, {slurm_id})"
-        submitted[int(job)] = slurm_id
-    return submitted
 
 
 def slurm_states(run_name: str, ids: list[str]) -> dict[str, tuple[str, str]]:

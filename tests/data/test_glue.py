@@ -1,40 +1,23 @@
-"""GLUE TSV and WiC parsing, the registry's mirror look-up, and the GLUE/WiC builders."""
+"""GLUE TSV parsing, the registry's mirror look-up, and the GLUE builder."""
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from support.source_files import no_partials, write
 from workflow_scripts.core import io as atlas_io
 from workflow_scripts.core.errors import InputFormatError, SourceUnavailableError
 from workflow_scripts.core.io import read_metadata
-from workflow_scripts.data.build import build_glue, build_wic
+from workflow_scripts.data.build import build_glue
 from workflow_scripts.data.glue import parse_glue_tsv
-from workflow_scripts.data.registry import (
-    GLUE_TASKS,
-    WIC_RELEASE_URL,
-    corpus_splits,
-    find_in_mirror,
-    mirror_candidates,
-)
-from workflow_scripts.data.wic import parse_wic_files, parse_wic_release_zip
+from workflow_scripts.data.registry import GLUE_TASKS, corpus_splits, find_in_mirror, mirror_candidates
 
 MRPC_HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"
 STSB_HEADER = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
-
-
-def write(path: Path, text: str, *, bom: bool = False) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8"))
-    return path
-
-
-def no_partials(directory: Path) -> list[Path]:
-    return [p for p in directory.rglob("*") if p.name.endswith(".partial")]
 
 
 # --- GLUE: well-formed files ------------------------------------------------------
@@ -339,118 +322,3 @@ def test_write_table_is_atomic_when_writing_fails(tmp_path, monkeypatch):
     assert not (tmp_path / "new.parquet").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.parquet"]
 
-
-# --- WiC -------------------------------------------------------------------------------
-
-WIC_DATA = ("board\tN\t2-2\tRoom and board .\tHe nailed boards across the windows .\n"
-            "circulate\tV\t0-4\tCirculate a rumor .\tThis letter is being circulated among the faculty .\n"
-            "hook\tN\t5-1\tHe hung it on a hook .\tA hook hangs .\n")
-
-
-def test_wic_files(tmp_path):
-    data = write(tmp_path / "dev.data.txt", WIC_DATA)
-    gold = write(tmp_path / "dev.gold.txt", "F\nT\nT\n\n")
-    table = parse_wic_files(data, gold)
-    assert table.num_rows == 3
-    assert table["label"].to_pylist() == [0, 1, 1]
-    assert table["word"].to_pylist() == ["board", "circulate", "hook"]
-    assert table["pos"].to_pylist() == ["N", "V", "N"]
-    assert table["word_index_a"].to_pylist() == [2, 0, 5]
-    assert table["word_index_b"].to_pylist() == [2, 4, 1]
-    assert table["text_a"].to_pylist()[1] == "Circulate a rumor ."
-    assert table["text_b"].to_pylist()[0] == "He nailed boards across the windows ."
-    assert table["source_id"].to_pylist() == ["1", "2", "3"]
-    assert table["example_id"].to_pylist() == [0, 1, 2]
-    # The indices point at the target word in each sentence.
-    for row in table.to_pylist():
-        assert row["text_a"].split(" ")[row["word_index_a"]].lower().startswith(row["word"][:4])
-        assert row["text_b"].split(" ")[row["word_index_b"]].lower().startswith(row["word"][:4])
-
-
-def test_wic_without_gold_has_null_labels(tmp_path):
-    data = write(tmp_path / "test.data.txt", WIC_DATA)
-    table = parse_wic_files(data, None)
-    assert table["label"].to_pylist() == [None, None, None]
-
-
-def test_wic_crlf(tmp_path):
-    data = write(tmp_path / "d.txt", WIC_DATA.replace("\n", "\r\n"))
-    gold = write(tmp_path / "g.txt", "F\r\nT\r\nF\r\n")
-    table = parse_wic_files(data, gold)
-    assert table["text_b"].to_pylist()[2] == "A hook hangs ."
-    assert table["label"].to_pylist() == [0, 1, 0]
-
-
-def test_wic_gold_count_mismatch(tmp_path):
-    data = write(tmp_path / "dev.data.txt", WIC_DATA)
-    gold = write(tmp_path / "dev.gold.txt", "F\nT\n")
-    with pytest.raises(InputFormatError) as info:
-        parse_wic_files(data, gold)
-    message = str(info.value)
-    assert message.startswith(f"{gold}: 2 labels for 3 examples in {data}")
-
-
-@pytest.mark.parametrize(("bad_line", "fragment"), [
-    ("board\tN\t2-2\tRoom and board .\n", "expected 5 tab-separated fields, found 4"),
-    ("board\tN\t2_2\tRoom and board .\tBoards .\n", "word indices '2_2' are not 'i-j'"),
-    ("board\tN\t2-9\tRoom and board .\tBoards .\n", "word index 9 is outside the sentence 'Boards .'"),
-    ("board\tN\t4-0\tRoom and board .\tBoards .\n", "word index 4 is outside the sentence 'Room and board .'"),
-])
-def test_wic_bad_data_line(tmp_path, bad_line, fragment):
-    data = write(tmp_path / "dev.data.txt", WIC_DATA + bad_line)
-    with pytest.raises(InputFormatError) as info:
-        parse_wic_files(data, None)
-    message = str(info.value)
-    assert message.startswith(f"{data}, line 4: ")
-    assert fragment in message
-
-
-def test_wic_bad_gold_label(tmp_path):
-    data = write(tmp_path / "dev.data.txt", WIC_DATA)
-    gold = write(tmp_path / "dev.gold.txt", "F\nyes\nT\n")
-    with pytest.raises(InputFormatError) as info:
-        parse_wic_files(data, gold)
-    assert str(info.value).startswith(f"{gold}, line 2: label 'yes' is not T or F")
-
-
-def test_wic_release_zip(tmp_path):
-    archive = tmp_path / "WiC_dataset.zip"
-    with zipfile.ZipFile(archive, "w") as zf:
-        zf.writestr("train/train.data.txt", "a\tN\t0-0\tA .\tA .\n")
-        zf.writestr("train/train.gold.txt", "T\n")
-        zf.writestr("dev/dev.data.txt", WIC_DATA)
-        zf.writestr("dev/dev.gold.txt", "T\nF\nF\n")
-        zf.writestr("test/test.data.txt", "x\tV\t0-1\tX it .\tWe x .\nbad line\n")
-    dev = parse_wic_release_zip(archive, "dev")
-    assert dev["label"].to_pylist() == [1, 0, 0]
-    assert dev["word"].to_pylist() == ["board", "circulate", "hook"]
-    train = parse_wic_release_zip(archive, "train")
-    assert train["label"].to_pylist() == [1]
-    with pytest.raises(InputFormatError) as info:
-        parse_wic_release_zip(archive, "test")
-    assert str(info.value).startswith(f"{archive}:test/test.data.txt, line 2: ")
-    with pytest.raises(InputFormatError, match=r"no validation/validation\.data\.txt in the archive"):
-        parse_wic_release_zip(archive, "validation")
-
-
-def test_build_wic_from_mirror_and_offline_error(tmp_path):
-    mirror = tmp_path / "mirror"
-    write(mirror / "wic" / "dev" / "dev.data.txt", WIC_DATA)
-    write(mirror / "wic" / "dev" / "dev.gold.txt", "T\nT\nF\n")
-    output = tmp_path / "out" / "wic_dev.parquet"
-    build_wic("dev", find_in_mirror(mirror, "wic", "dev"), output, mirror=str(mirror), offline=True,
-              download_dir=tmp_path / "dl")
-    assert pq.read_table(output)["label"].to_pylist() == [1, 1, 0]
-    assert read_metadata(output)["source"] == f"mirror:{mirror / 'wic/dev/dev.data.txt'}"
-
-    with pytest.raises(SourceUnavailableError) as info:
-        build_wic("train", find_in_mirror(mirror, "wic", "train"), tmp_path / "out" / "wic_train.parquet",
-                  mirror=str(mirror), offline=True, download_dir=tmp_path / "dl")
-    message = str(info.value)
-    assert "corpus 'wic', split 'train'" in message
-    assert f"mirror {mirror / 'wic/train/train.data.txt'}" in message
-    assert f"{WIC_RELEASE_URL} (skipped: 'offline' is true)" in message
-    assert "fix: give a mirror directory that" in message
-    assert not (tmp_path / "out" / "wic_train.parquet").exists()
-    assert not (tmp_path / "dl").exists()
-    assert no_partials(tmp_path) == []

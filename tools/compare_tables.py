@@ -1,0 +1,76 @@
+"""Are two results folders' tables the same? Byte for byte, or else numerically.
+
+    python tools/compare_tables.py RESULTS_A RESULTS_B [--rtol 1e-9]
+
+Compares every ``tables/*.csv`` the two folders share: ``identical`` (same bytes), ``equal`` (same
+columns, rows and text; floats within ``--rtol``), or ``different`` (with the first column that differs).
+Tables only one folder has are listed. Exits 1 if any shared table is different. Used to show that a
+restructuring of the code leaves a study's outputs unchanged (docs/contributing.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+
+def compare_frames(a: pd.DataFrame, b: pd.DataFrame, rtol: float) -> str | None:
+    """None when equal (floats within rtol), else what differs first."""
+    if list(a.columns) != list(b.columns):
+        return f"columns differ: {sorted(set(a.columns) ^ set(b.columns)) or 'order'}"
+    if len(a) != len(b):
+        return f"{len(a)} rows vs {len(b)}"
+    for column in a.columns:
+        x, y = a[column], b[column]
+        if pd.api.types.is_numeric_dtype(x) and pd.api.types.is_numeric_dtype(y):
+            if not np.allclose(x.to_numpy(float), y.to_numpy(float), rtol=rtol, atol=0.0, equal_nan=True):
+                worst = np.nanmax(np.abs(x.to_numpy(float) - y.to_numpy(float)))
+                return f"column {column!r}: values differ (largest difference {worst:.3g})"
+        elif not x.astype(str).equals(y.astype(str)):
+            row = int(np.flatnonzero(x.astype(str).to_numpy() != y.astype(str).to_numpy())[0])
+            return f"column {column!r}, row {row}: {x.iloc[row]!r} vs {y.iloc[row]!r}"
+    return None
+
+
+def compare_folders(a: Path, b: Path, rtol: float = 1e-9) -> dict[str, str]:
+    """Table name -> 'identical', 'equal', 'different: ...', 'only in A' or 'only in B'."""
+    names_a = {p.name for p in (a / "tables").glob("*.csv")}
+    names_b = {p.name for p in (b / "tables").glob("*.csv")}
+    verdicts = {}
+    for name in sorted(names_a | names_b):
+        if name not in names_b:
+            verdicts[name] = "only in A"
+        elif name not in names_a:
+            verdicts[name] = "only in B"
+        elif (a / "tables" / name).read_bytes() == (b / "tables" / name).read_bytes():
+            verdicts[name] = "identical"
+        else:
+            frames = [pd.read_csv(folder / "tables" / name, keep_default_na=False, na_values=[""])
+                      for folder in (a, b)]
+            problem = compare_frames(*frames, rtol=rtol)
+            verdicts[name] = "equal" if problem is None else f"different: {problem}"
+    return verdicts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("a", type=Path, help="a results folder")
+    parser.add_argument("b", type=Path, help="another results folder")
+    parser.add_argument("--rtol", type=float, default=1e-9, help="relative tolerance for floats (default 1e-9)")
+    args = parser.parse_args(argv)
+    verdicts = compare_folders(args.a, args.b, args.rtol)
+    width = max((len(n) for n in verdicts), default=0)
+    for name, verdict in verdicts.items():
+        print(f"{name:<{width}}  {verdict}")
+    shared = [v for v in verdicts.values() if not v.startswith("only")]
+    print(f"{sum(v == 'identical' for v in shared)} identical, {sum(v == 'equal' for v in shared)} equal, "
+          f"{sum(v.startswith('different') for v in shared)} different of {len(shared)} shared tables")
+    return 1 if any(v.startswith("different") for v in shared) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
