@@ -3,7 +3,8 @@
     python tools/compare_tables.py RESULTS_A RESULTS_B [--rtol 1e-9]
 
 Compares every ``tables/*.csv`` the two folders share: ``identical`` (same bytes), ``equal`` (same
-columns, rows and text; floats within ``--rtol``), or ``different`` (with the first column that differs).
+columns, rows and text; floats within ``--rtol``; each folder's own path read as ``<results>``; the
+``--ignore`` columns, e.g. wall-clock times, left out), or ``different`` (with the first column that differs).
 Tables only one folder has are listed. Exits 1 if any shared table is different. Used to show that a
 restructuring of the code leaves a study's outputs unchanged (docs/contributing.md).
 """
@@ -36,7 +37,16 @@ def compare_frames(a: pd.DataFrame, b: pd.DataFrame, rtol: float) -> str | None:
     return None
 
 
-def compare_folders(a: Path, b: Path, rtol: float = 1e-9) -> dict[str, str]:
+def _read(folder: Path, name: str, ignore: tuple[str, ...]) -> pd.DataFrame:
+    frame = pd.read_csv(folder / "tables" / name, keep_default_na=False, na_values=[""])
+    frame = frame.drop(columns=[c for c in ignore if c in frame.columns])
+    for column in frame.columns:
+        if not pd.api.types.is_numeric_dtype(frame[column]):  # paths inside the folder name the folder itself
+            frame[column] = frame[column].astype(str).str.replace(str(folder), "<results>", regex=False)
+    return frame
+
+
+def compare_folders(a: Path, b: Path, rtol: float = 1e-9, ignore: tuple[str, ...] = ()) -> dict[str, str]:
     """Table name -> 'identical', 'equal', 'different: ...', 'only in A' or 'only in B'."""
     names_a = {p.name for p in (a / "tables").glob("*.csv")}
     names_b = {p.name for p in (b / "tables").glob("*.csv")}
@@ -49,9 +59,7 @@ def compare_folders(a: Path, b: Path, rtol: float = 1e-9) -> dict[str, str]:
         elif (a / "tables" / name).read_bytes() == (b / "tables" / name).read_bytes():
             verdicts[name] = "identical"
         else:
-            frames = [pd.read_csv(folder / "tables" / name, keep_default_na=False, na_values=[""])
-                      for folder in (a, b)]
-            problem = compare_frames(*frames, rtol=rtol)
+            problem = compare_frames(_read(a, name, ignore), _read(b, name, ignore), rtol=rtol)
             verdicts[name] = "equal" if problem is None else f"different: {problem}"
     return verdicts
 
@@ -61,8 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("a", type=Path, help="a results folder")
     parser.add_argument("b", type=Path, help="another results folder")
     parser.add_argument("--rtol", type=float, default=1e-9, help="relative tolerance for floats (default 1e-9)")
+    parser.add_argument("--ignore", default="", help="comma-separated columns to leave out (e.g. wall-clock times)")
     args = parser.parse_args(argv)
-    verdicts = compare_folders(args.a, args.b, args.rtol)
+    ignore = tuple(c for c in args.ignore.split(",") if c)
+    verdicts = compare_folders(args.a, args.b, args.rtol, ignore)
     width = max((len(n) for n in verdicts), default=0)
     for name, verdict in verdicts.items():
         print(f"{name:<{width}}  {verdict}")

@@ -41,3 +41,11 @@ def test_equal_folders_exit_zero(tmp_path):
     for folder in (tmp_path / "a", tmp_path / "b"):
         write(folder, "t.csv", "x\n1\n")
     assert compare_tables.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+
+
+def test_own_paths_and_ignored_columns_do_not_count(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    write(a, "t.csv", f"path,seconds,x\n{a}/data/x.parquet,3.5,1\n")
+    write(b, "t.csv", f"path,seconds,x\n{b}/data/x.parquet,9.0,1\n")
+    assert compare_tables.compare_folders(a, b)["t.csv"].startswith("different: column 'seconds'")
+    assert compare_tables.compare_folders(a, b, ignore=("seconds",))["t.csv"] == "equal"
