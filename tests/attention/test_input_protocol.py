@@ -73,11 +73,11 @@ def test_words_are_joined_by_single_spaces_with_their_spans():
 
 def test_the_fed_string_and_word_spans_under_each_protocol(treebank):
     data, annotation = treebank
-    (fed_words,), applied = model_inputs(data, annotation, WORDS)
+    (fed_words,), applied = model_inputs(data, annotation, WORDS, max_examples=None)
     assert applied == WORDS
     assert fed_words.text_a == "I do n't walk , its dog wo n't go . It 's big ."
     assert [fed_words.text_a[s:e] for s, e in zip(fed_words.word_start, fed_words.word_end)] == GOLD_WORDS
-    (fed_text,), applied = model_inputs(data, annotation, TEXT)
+    (fed_text,), applied = model_inputs(data, annotation, TEXT, max_examples=None)
     assert applied == TEXT and fed_text.text_a == "I don't walk, its dog won't go. It's big."
     # As written, the words of a multi-word token that spell it out split its span (do + n't = don't).
     assert [fed_text.text_a[s:e] for s, e in zip(fed_text.word_start, fed_text.word_end)] == GOLD_WORDS
@@ -87,11 +87,11 @@ def test_the_fed_string_and_word_spans_under_each_protocol(treebank):
 def test_token_strings_and_word_indices_under_both_protocols(treebank, tiny_bert, tmp_path, protocol, expected):
     data, annotation = treebank
     tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
-    table, stats = build_token_table(tokenizer, data, annotation, 64, input_protocol=protocol)
+    table, stats = build_token_table(tokenizer, data, annotation, 64, max_examples=None, input_protocol=protocol)
     assert list(zip(table["token"].to_pylist(), table["word_index"].to_pylist())) == expected
     assert stats["input_protocol"] == protocol and stats["words_without_tokens"] == 0
     # Offsets are in the string actually fed: each token's span is its own text there.
-    (fed,), _ = model_inputs(data, annotation, protocol)
+    (fed,), _ = model_inputs(data, annotation, protocol, max_examples=None)
     pieces = [fed.text_a[s:e].lower() for s, e, special in
               zip(table["char_start"].to_pylist(), table["char_end"].to_pylist(), table["special"].to_pylist())
               if not special]
@@ -113,7 +113,7 @@ def test_text_corpora_are_always_fed_as_written(tmp_path, tiny_bert):
         "example_id": [0], "annotator": ["x"], "words": [["do", "n't", "go"]], "lemmas": [["do", "not", "go"]],
         "upos": [["AUX", "PART", "VERB"]], "head": [None], "deprel": [None], "segment": [[0, 0, 0]],
         "char_start": [[0, 2, 6]], "char_end": [[2, 5, 8]]}, schema=ANNOTATION_SCHEMA), annotation)
-    (fed,), applied = model_inputs(data, annotation, WORDS)
+    (fed,), applied = model_inputs(data, annotation, WORDS, max_examples=None)
     assert applied == TEXT and fed.text_a == "don't go"
 
 
@@ -125,5 +125,6 @@ def test_the_protocol_is_recorded_in_the_token_tables_metadata(treebank, tiny_be
     manifest = write_manifest(tmp_path / "ckpt", tiny_bert)
     for protocol in (WORDS, TEXT):
         output = tmp_path / f"tokens_{protocol}.parquet"
-        write_token_table(manifest, data, annotation, output, max_length=64, input_protocol=protocol)
+        write_token_table(manifest, data, annotation, output, max_length=64, max_examples=None,
+                          input_protocol=protocol, offline=False)
         assert read_metadata(output)["input_protocol"] == protocol

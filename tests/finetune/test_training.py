@@ -73,7 +73,8 @@ def run(pretrained: Path, data: tuple[Path, Path], out: Path, seed: int = 7, tas
     settings = {**SETTINGS, **changes}
     return finetune(model_name="tiny", task=task, seed=seed, pretrained=pretrained, train_path=data[0],
                     dev_path=data[1], checkpoint_root=out / "checkpoints" / "tiny",
-                    metrics_path=out / "finetune" / f"{task}.seed{seed}.metrics.json", settings=settings, threads=1)
+                    metrics_path=out / "finetune" / f"{task}.seed{seed}.metrics.json", settings=settings, threads=1,
+                    offline=False, mirror=None)
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +110,7 @@ def test_checkpoints_and_metrics(first_run):
     # The task is learnable: the tiny model beats the majority baseline.
     assert saved["final"]["accuracy"] > 0.75
     # Downstream (attention stage) loads the fine-tuned encoder like any checkpoint.
-    tokenizer, model = load_checkpoint(root / "sst2.seed7.final" / "checkpoint.json")
+    tokenizer, model = load_checkpoint(root / "sst2.seed7.final" / "checkpoint.json", offline=False)
     outputs = model(**tokenizer("the film was good", return_tensors="pt"), output_attentions=True)
     assert len(outputs.attentions) == 2 and outputs.attentions[0].shape[1] == 2
 

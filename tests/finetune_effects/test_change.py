@@ -45,7 +45,8 @@ def test_change_pairs_examples_stored_in_different_orders(tmp_path):
     tokens = write_token_roles(tmp_path / "tokens.parquet", {i: (special, segment, simple_words(special)) for i in ids})
     manifest = placeholder_checkpoint(tmp_path / "ckpt", "rte.seed3.step5", global_step=5)
     frame = finetune_change(pre.parent, tuned.parent, tokens, tmp_path / "change.csv", model="tiny", task="rte",
-                            checkpoint="rte.seed3.step5", checkpoint_manifest=manifest, resamples=200)
+                            checkpoint="rte.seed3.step5", checkpoint_manifest=manifest, resamples=200,
+                            seed=0)
     assert len(frame) == 4 and (frame["n"] == 5).all()
     assert frame["step"].tolist() == [5] * 4 and frame["seed"].tolist() == [3] * 4
     changed = frame[(frame["layer"] == 1) & (frame["head"] == 1)].iloc[0]
@@ -55,7 +56,7 @@ def test_change_pairs_examples_stored_in_different_orders(tmp_path):
     np.testing.assert_allclose(frame.loc[frame["head"] + frame["layer"] < 2, "cosine"], 1.0, rtol=1e-5)
     capped = finetune_change(pre.parent, tuned.parent, tokens, tmp_path / "capped.csv", model="tiny", task="rte",
                              checkpoint="rte.seed3.step5", checkpoint_manifest=manifest, max_examples=2,
-                             resamples=50)
+                             resamples=50, seed=0)
     assert (capped["n"] == 2).all()
 
 
@@ -68,4 +69,5 @@ def test_dumps_from_different_inputs_are_an_error(tmp_path):
     with pytest.raises(AtlasError, match="rerun snakemake"):
         finetune_change(pre.parent, tuned.parent, tokens, tmp_path / "c.csv", model="tiny", task="rte",
                         checkpoint="rte.seed3.final",
-                        checkpoint_manifest=placeholder_checkpoint(tmp_path / "c", "rte.seed3.final"), resamples=10)
+                        checkpoint_manifest=placeholder_checkpoint(tmp_path / "c", "rte.seed3.final"), resamples=10,
+                        seed=0)

@@ -53,7 +53,7 @@ def test_the_cnn_trains_and_predicts_on_a_tiny_synthetic_set():
     images = np.concatenate([map_images(*synthetic_map(k, rng), 16) for k in kinds])
     test = holdout_split(kinds, 0.25, seed=0)
     assert test.sum() == 25 and all(test[kinds == k].sum() == 5 for k in range(len(CLASSES)))
-    model = train_cnn(images[~test], kinds[~test], epochs=25, seed=0, learning_rate=3e-3, batch_size=16)
+    model = train_cnn(images[~test], kinds[~test], epochs=25, seed=0, learning_rate=3e-3, batch_size=16, threads=1)
     predicted = predict(model, images[test])
     macro, accuracy, per_class = f1_scores(kinds[test], predicted)
     assert accuracy >= 0.8 and macro >= 0.8, (accuracy, per_class)
@@ -78,12 +78,13 @@ def test_holdout_splits_whole_examples_stratified():
 
 def test_no_example_has_maps_on_both_sides_of_the_cnn_split(tmp_path):
     dumps, features = _tiny_study(tmp_path)
-    seeded = seed_labels(features, 60, seed=0)  # 60 of the 96 maps of 12 examples: most examples several times
+    # 60 of the 96 maps of 12 examples: most examples several times.
+    seeded = seed_labels(features, 60, seed=0, balanced=True)
     seeded.to_csv(tmp_path / "seed.csv", index=False)
     metrics = train_pattern_cnn(tmp_path / "seed.csv", None, dumps, tmp_path / "cnn.pt", tmp_path / "labels.csv",
                                 tmp_path / "classifier.csv", model="tiny", size=8, epochs=1, seed=0, holdout=0.25,
                                 learning_rate=3e-3, batch_size=32,
-                                thresholds=Thresholds(structured=0.6, vertical=0.3, diagonal=0.3, block=0.8))
+                                thresholds=Thresholds(structured=0.6, vertical=0.3, diagonal=0.3, block=0.8), threads=1)
     labels = pd.read_csv(tmp_path / "labels.csv")
     sides = labels.groupby(["task", "example_id"])["split"].nunique()
     assert (sides == 1).all(), f"examples on both sides: {list(sides[sides > 1].index)}"
@@ -143,7 +144,7 @@ def _tiny_study(tmp_path):
 
 def test_cnn_training_from_seeded_and_human_labels_end_to_end(tmp_path):
     dumps, features = _tiny_study(tmp_path)
-    seeded = seed_labels(features, 60, seed=0)
+    seeded = seed_labels(features, 60, seed=0, balanced=True)
     assert len(seeded) == 60 and (seeded["source"] == "rule").all()
     counts = seeded["class"].value_counts()
     assert counts["Vertical"] >= 12 and counts["Block"] >= 12, "balanced: every present class gets its quota"
@@ -156,7 +157,7 @@ def test_cnn_training_from_seeded_and_human_labels_end_to_end(tmp_path):
     metrics = train_pattern_cnn(tmp_path / "seed.csv", tmp_path / "human.csv", dumps, tmp_path / "cnn.pt",
                                 tmp_path / "labels.csv", tmp_path / "classifier.csv", model="tiny", size=16,
                                 epochs=15, seed=0, learning_rate=3e-3, batch_size=16, holdout=0.25,
-                                thresholds=Thresholds(structured=0.6, vertical=0.3, diagonal=0.3, block=0.8))
+                                thresholds=Thresholds(structured=0.6, vertical=0.3, diagonal=0.3, block=0.8), threads=1)
     assert metrics["evaluated_on"].tolist() == ["heldout", "heldout_human", "human"]
     heldout = metrics.iloc[0]
     assert heldout["label_source"] == "mixed" and heldout["n_human"] == 2 and heldout["n"] > 0
@@ -174,7 +175,8 @@ def test_cnn_training_from_seeded_and_human_labels_end_to_end(tmp_path):
     shares = pattern_classes_part(features[("pretrained", "rte")], tmp_path / "shares.csv", model="tiny",
                                   checkpoint="pretrained", task="rte",
                                   checkpoint_manifest=placeholder_checkpoint(tmp_path / "ckpt"), classifier="cnn",
-                                  cnn_model=tmp_path / "cnn.pt", dump_dir=dump, token_table=tokens, resamples=50)
+                                  cnn_model=tmp_path / "cnn.pt", dump_dir=dump, token_table=tokens, resamples=50,
+                                  seed=0, threads=1)
     assert shares["share"].sum() == pytest.approx(1.0) and (shares["n"] == 48).all()
     assert (shares["classifier"] == "cnn").all()
 
@@ -185,8 +187,9 @@ def test_labels_for_a_dump_the_study_lacks_are_named(tmp_path):
                                        "random,cola,1,0,0,Block,human\n")
     with pytest.raises(Exception, match="random.*cola.*no attention dump"):
         train_pattern_cnn(tmp_path / "seed.csv", None, dumps, tmp_path / "cnn.pt", tmp_path / "l.csv",
-                          tmp_path / "m.csv", model="tiny", size=8, epochs=1, learning_rate=3e-3, batch_size=32,
-                          holdout=0.25, thresholds=Thresholds(structured=0.6, vertical=0.3, diagonal=0.3, block=0.8))
+                          tmp_path / "m.csv", model="tiny", size=8, epochs=1, seed=0, learning_rate=3e-3,
+                          batch_size=32, holdout=0.25,
+                          thresholds=Thresholds(structured=0.6, vertical=0.3, diagonal=0.3, block=0.8), threads=1)
 
 
 def test_the_labelling_tool_writes_a_page_and_a_template(tmp_path):

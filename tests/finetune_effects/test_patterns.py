@@ -81,7 +81,7 @@ def test_thresholds_come_from_config_and_unknown_keys_are_named():
 def test_class_shares_count_maps_and_resample_examples():
     ids = np.array([0, 0, 1, 1])
     labels = np.array([VERTICAL, BLOCK, VERTICAL, VERTICAL])
-    shares = class_shares(ids, labels, resamples=200).set_index("class")
+    shares = class_shares(ids, labels, resamples=200, seed=0).set_index("class")
     assert shares.loc["Vertical", "share"] == pytest.approx(0.75)
     assert shares.loc["Block", "share"] == pytest.approx(0.25)
     assert shares.loc["Diagonal", "share"] == 0
@@ -106,7 +106,8 @@ def test_features_and_shares_of_a_dump_end_to_end(tmp_path):
     assert first["rule_class"].tolist() == ["Vertical", "Diagonal", "Block", "Heterogeneous"]
     shares = pattern_classes_part(tmp_path / "features.parquet", tmp_path / "classes.csv", model="tiny",
                                   classifier="rule", checkpoint="pretrained", task="rte",
-                                  checkpoint_manifest=placeholder_checkpoint(tmp_path / "ckpt"), resamples=100)
+                                  checkpoint_manifest=placeholder_checkpoint(tmp_path / "ckpt"), resamples=100,
+                                  seed=0, threads=1)
     assert dict(zip(shares["class"], shares["share"])) == {"Vertical": 0.25, "Diagonal": 0.25,
                                                            "Vertical+Diagonal": 0.0, "Block": 0.25,
                                                            "Heterogeneous": 0.25}

@@ -118,7 +118,8 @@ def _finetuning(folder: Path) -> dict[str, Path]:
             last.append({"model": MODEL, "task": "mrpc", "checkpoint": "mrpc.seed1.final", "seed": 1, "step": "final",
                          "layer": 1, "last_layer": True, "category": category, "measure": measure,
                          "difference": difference, "ci_low": difference - 0.01, "ci_high": difference + 0.01,
-                         "p": 0.001 if category == "content" else 0.01, "n": 300, "n_examples": 10,
+                         "p": 0.001 if category == "content" else 0.01, "bootstrap_resamples": 1000,
+                         "n": 300, "n_examples": 10,
                          "task_group": "syntactic",
                          "predicted_direction": {"content": "down", "function": "up"}.get(category, "none"),
                          "moved_as_predicted": category != "other", "significant": True})

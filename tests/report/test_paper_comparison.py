@@ -92,6 +92,15 @@ def test_the_comparison_pairs_paper_and_study_values(study, context, tmp_path):
     assert "function as predicted (significant, p=0.01)" in direction["study_detail"]
 
 
+def test_a_p_value_prints_against_the_resamples_of_its_table():
+    from workflow_scripts.report.formatting import p_text
+
+    assert p_text(0.001, 1000) == "p < 0.001" and p_text(0.005, 200) == "p < 0.005"
+    assert p_text(0.002, 1000) == "p=0.002" and p_text(float("nan"), 1000) == ""
+    # A row without its resamples (not written by this workflow): no floor is known, the p prints as it is.
+    assert p_text(0.001, None) == "p=0.001"
+
+
 def test_items_the_study_cannot_compute_have_no_value_and_a_reason(study, context, tmp_path):
     # No coreference table in this study: its items say why, with no number.
     tables = {**study, "coref_best": None}

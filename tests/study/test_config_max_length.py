@@ -111,7 +111,7 @@ def test_finetune_job_checks_max_length_before_training(tmp_path, tiny_bert):
     with pytest.raises(FinetuneError) as info:
         finetune(model_name="tiny", task="cola", seed=1, pretrained=manifest, train_path=tmp_path / "train.parquet",
                  dev_path=tmp_path / "dev.parquet", checkpoint_root=tmp_path / "out",
-                 metrics_path=tmp_path / "metrics.json", settings=settings, threads=1)
+                 metrics_path=tmp_path / "metrics.json", settings=settings, threads=1, offline=False, mirror=None)
     message = str(info.value)
     assert "max_length: 100 tokens is more than model 'tiny' accepts (64" in message
     assert "give at most 64" in message

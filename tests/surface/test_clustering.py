@@ -98,10 +98,10 @@ def test_head_clusters_end_to_end(tmp_path):
     manifest = write_sharded_dump(tmp_path / "dump", maps)
     tokens = write_token_table(tmp_path / "tokens.parquet", {i: TOKENS5 for i in maps}, {i: SPECIAL5 for i in maps})
     surface_heads(manifest, tokens, tmp_path / "surface.csv", model="m", checkpoint="pretrained", corpus="w",
-                  split="s", resamples=50)
+                  split="s", resamples=50, seed=0)
     frame = head_clusters(manifest, tokens, tmp_path / "surface.csv", tmp_path / "clusters.csv",
                           tmp_path / "distances.csv", model="m", checkpoint="pretrained", max_examples=3, seed=0,
-                          broad_entropy=1.5)
+                          distance="js_divergence", threshold=0.5, broad_entropy=1.5)
     assert frame[["layer", "head"]].values.tolist() == [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
     assert frame["behaviour"].tolist() == ["cls", "cls", "prev", "next", "broad", "sep"]
     assert (frame["n_examples"] == 3).all() and (frame["n_tokens"] == 15).all()

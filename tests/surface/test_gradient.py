@@ -171,15 +171,15 @@ def test_masked_lm_gradients_per_layer(tiny_mlm, tmp_path):
 
     tokens = _token_table(tmp_path / "tokens.parquet", AutoTokenizer.from_pretrained(tiny_mlm))
     manifest = write_manifest(tmp_path / "ckpt", tiny_mlm)
-    frame = sep_gradient(manifest, tokens, tmp_path / "part.csv", max_examples=3, seed=1, resamples=50,
-                         data_name="wiki/segments")
+    frame = sep_gradient(manifest, tokens, tmp_path / "part.csv", max_examples=3, mask_prob=0.15, seed=1,
+                         resamples=50, bootstrap_seed=0, threads=1, offline=False, data_name="wiki/segments")
     assert frame["layer"].tolist() == [0, 1] and (frame["n"] == 3).all()
     assert (frame["loss"] == "mlm").all() and (frame["skipped"] == "").all()
     assert (frame["grad_to_sep"] > 0).all() and (frame["grad_to_other"] > 0).all()
     assert (frame["grad_to_sep_low"] <= frame["grad_to_sep"]).all()
     assert (frame["mask_prob"] == 0.15).all() and (frame["seed"] == 1).all()
-    again = sep_gradient(manifest, tokens, tmp_path / "again.csv", max_examples=3, seed=1, resamples=50,
-                         data_name="wiki/segments")
+    again = sep_gradient(manifest, tokens, tmp_path / "again.csv", max_examples=3, mask_prob=0.15, seed=1,
+                         resamples=50, bootstrap_seed=0, threads=1, offline=False, data_name="wiki/segments")
     pd.testing.assert_frame_equal(frame, again)
 
 
@@ -188,7 +188,8 @@ def test_a_checkpoint_without_an_mlm_head_is_skipped_with_the_reason(tiny_bert, 
 
     tokens = _token_table(tmp_path / "tokens.parquet", AutoTokenizer.from_pretrained(tiny_bert))
     manifest = write_manifest(tmp_path / "ckpt", tiny_bert)  # a BertModel: no masked-LM head
-    frame = sep_gradient(manifest, tokens, tmp_path / "part.csv", max_examples=2)
+    frame = sep_gradient(manifest, tokens, tmp_path / "part.csv", max_examples=2, mask_prob=0.15, seed=0,
+                         resamples=1000, bootstrap_seed=0, threads=1, offline=False)
     assert frame["layer"].tolist() == [0, 1] and frame["grad_to_sep"].isna().all()
     assert frame["skipped"].str.contains("no masked-LM head").all()
     written = pd.read_csv(tmp_path / "part.csv")
@@ -215,7 +216,8 @@ def test_a_finetuned_checkpoint_uses_its_task_loss(tiny_bert, tmp_path, task):
     pq.write_table(dev, tmp_path / "dev.parquet")
     tokens = _token_table(tmp_path / "tokens.parquet", AutoTokenizer.from_pretrained(tiny_bert))
     frame = sep_gradient(manifest, tokens, tmp_path / "part.csv", task_data=tmp_path / "dev.parquet",
-                         max_examples=None, resamples=50)
+                         max_examples=None, mask_prob=0.15, seed=0, resamples=50, bootstrap_seed=0, threads=1,
+                         offline=False)
     assert (frame["loss"] == f"task:{task}").all() and (frame["n"] == 4).all()
     assert np.isfinite(frame["grad_to_sep"]).all() and (frame["grad_to_other"] > 0).all()
     assert frame["mask_prob"].isna().all()

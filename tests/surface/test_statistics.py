@@ -163,10 +163,12 @@ def test_a_token_table_out_of_step_with_the_dump_is_named(tmp_path):
     manifest = write_sharded_dump(tmp_path / "dump", {0: known_maps(5)}, n_shards=1)
     tokens = write_token_table(tmp_path / "tokens.parquet", {0: ["<q>", "a", "</q>"]}, {0: [True, False, True]})
     with pytest.raises(AtlasError, match="out of step"):
-        surface_heads(manifest, tokens, tmp_path / "part.csv", model="m", checkpoint="c", corpus="w", split="s")
+        surface_heads(manifest, tokens, tmp_path / "part.csv", model="m", checkpoint="c", corpus="w", split="s",
+                      resamples=1000, seed=0)
     missing = write_token_table(tmp_path / "other.parquet", {5: TOKENS5}, {5: SPECIAL5})
     with pytest.raises(AtlasError, match="example 0"):
-        surface_heads(manifest, missing, tmp_path / "part.csv", model="m", checkpoint="c", corpus="w", split="s")
+        surface_heads(manifest, missing, tmp_path / "part.csv", model="m", checkpoint="c", corpus="w", split="s",
+                      resamples=1000, seed=0)
 
 
 def test_read_token_roles(tmp_path):
@@ -183,7 +185,8 @@ def test_parts_are_combined_and_figures_drawn(tmp_path):
         manifest = write_sharded_dump(tmp_path / checkpoint, {0: known_maps(5), 1: known_maps(5)})
         tokens = write_token_table(tmp_path / "tokens.parquet", {0: TOKENS5, 1: TOKENS5}, {0: SPECIAL5, 1: SPECIAL5})
         part = tmp_path / f"{checkpoint}.csv"
-        surface_heads(manifest, tokens, part, model="m", checkpoint=checkpoint, corpus="w", split="s", resamples=50)
+        surface_heads(manifest, tokens, part, model="m", checkpoint=checkpoint, corpus="w", split="s", resamples=50,
+                      seed=0)
         parts.append(part)
     table = concat_parts(parts, tmp_path / "surface_heads.csv", ["model", "checkpoint", "layer", "head"])
     assert table["checkpoint"].tolist() == ["pretrained"] * 4 + ["random"] * 4

@@ -151,7 +151,8 @@ def _gold_dump(tmp_path, token_word=TOKEN_WORD, n_sentences=8):
 
 def test_feature_cache_maps_words_and_root_to_extended_indices(tmp_path):
     dump, tokens, annotation, maps = _gold_dump(tmp_path)
-    stats = build_probe_features(dump, tokens, annotation, tmp_path / "f.npy", tmp_path / "f.npz", max_sentences=5)
+    stats = build_probe_features(dump, tokens, annotation, tmp_path / "f.npy", tmp_path / "f.npz", max_sentences=5,
+                                 seed=0)
     assert stats["sentences"] == 5 and stats["words_without_tokens"] == 0
     features = ProbeFeatures.load(tmp_path / "f.npy", tmp_path / "f.npz")
     a = features.sentence(0).astype(np.float32)  # (2 heads, 7, 7)
@@ -166,11 +167,11 @@ def test_feature_cache_maps_words_and_root_to_extended_indices(tmp_path):
 
 def test_attention_probe_learns_a_gold_head_map_end_to_end(tmp_path):
     dump, tokens, annotation, _ = _gold_dump(tmp_path)
-    build_probe_features(dump, tokens, annotation, tmp_path / "f.npy", tmp_path / "f.npz")
+    build_probe_features(dump, tokens, annotation, tmp_path / "f.npy", tmp_path / "f.npz", seed=0)
     out = tmp_path / "attn.parquet"
     run_attention_probe("attn", tmp_path / "f.npy", tmp_path / "f.npz", tmp_path / "f.npy", tmp_path / "f.npz",
                         annotation, annotation, None, out, epochs=30, lr=0.2, seed=0, exclude_punct=True,
-                        batch_sentences=32)
+                        batch_sentences=32, threads=None)  # None: torch's own thread count
     scores = pq.read_table(out).to_pandas()
     assert (scores["correct"] == scores["total"]).all() and scores["total"].sum() == 8 * 6
 
@@ -178,7 +179,7 @@ def test_attention_probe_learns_a_gold_head_map_end_to_end(tmp_path):
 def test_words_without_tokens_have_zero_features_and_are_not_scored(tmp_path):
     token_word = [-1, 0, 1, 2, 3, 4, -1]  # "mat" was cut off
     dump, tokens, annotation, _ = _gold_dump(tmp_path, token_word, n_sentences=2)
-    stats = build_probe_features(dump, tokens, annotation, tmp_path / "f.npy", tmp_path / "f.npz")
+    stats = build_probe_features(dump, tokens, annotation, tmp_path / "f.npy", tmp_path / "f.npz", seed=0)
     assert stats["words_without_tokens"] == 2
     features = ProbeFeatures.load(tmp_path / "f.npy", tmp_path / "f.npz")
     a = features.sentence(1)

@@ -191,7 +191,7 @@ def annotate_table(data_path: str | Path, annotator: Any, batch_size: int = 512)
 
 
 def build_annotation(corpus: str, data_path: str | Path, output: str | Path, *, annotator: str,
-                     spacy_model: str, stanza_dir: str | None, offline: bool = False) -> None:
+                     spacy_model: str, stanza_dir: str | None, offline: bool) -> None:
     """Write the annotation table of one corpus split (gold for treebanks)."""
     if "words" in pq.read_schema(data_path).names:
         table, name = gold_annotation(data_path), "gold"

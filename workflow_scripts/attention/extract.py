@@ -124,8 +124,8 @@ def _sha256(path: Path) -> str:
 
 
 def extract_attention(checkpoint_manifest: str | Path, token_table: str | Path, out_dir: str | Path, *,
-                      n_shards: int, batch_size: int = 32, max_batch_tokens: int = 8192,
-                      device: str = "auto", threads: int = 1, offline: bool = False) -> dict[str, Any]:
+                      n_shards: int, batch_size: int, max_batch_tokens: int, device: str, threads: int,
+                      offline: bool) -> dict[str, Any]:
     """Run the checkpoint over every example of a token table and write the attention shards."""
     import torch
 

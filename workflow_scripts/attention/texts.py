@@ -70,8 +70,8 @@ def joined_words(words: list[str]) -> tuple[str, np.ndarray, np.ndarray]:
     return " ".join(words), starts, starts + lengths
 
 
-def model_inputs(data_path: str | Path, annotation_path: str | Path, protocol: str,
-                 max_examples: int | None = None) -> tuple[list[ModelInput], str]:
+def model_inputs(data_path: str | Path, annotation_path: str | Path, protocol: str, *,
+                 max_examples: int | None) -> tuple[list[ModelInput], str]:
     """Every example (the first ``max_examples``) as fed under ``protocol``, and the protocol applied.
 
     Word spans come from the annotation table (the gold words of a treebank, or the

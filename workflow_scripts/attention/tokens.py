@@ -30,7 +30,7 @@ from ..core.errors import AtlasError
 from ..core.io import write_table
 from ..models.cards import length_excess, position_limit
 from .align import align_tokens_to_words
-from .texts import WORDS, model_inputs
+from .texts import model_inputs
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +71,8 @@ def encode_example(tokenizer: Any, text_a: str, text_b: str | None, max_length: 
 
 
 def build_token_table(tokenizer: Any, data_path: str | Path, annotation_path: str | Path,
-                      max_length: int, max_examples: int | None = None,
-                      input_protocol: str = WORDS) -> tuple[pa.Table, dict[str, Any]]:
+                      max_length: int, *, max_examples: int | None,
+                      input_protocol: str) -> tuple[pa.Table, dict[str, Any]]:
     """Tokenize the examples of a data table (the first ``max_examples``, or all) and align them to words.
 
     Treebank sentences are fed under ``input_protocol`` (``texts.INPUT_PROTOCOLS``); character
@@ -81,7 +81,7 @@ def build_token_table(tokenizer: Any, data_path: str | Path, annotation_path: st
     if not tokenizer.is_fast:
         raise AtlasError("word alignment needs a fast tokenizer (character offsets); this one is slow")
     try:
-        inputs, applied = model_inputs(data_path, annotation_path, input_protocol, max_examples)
+        inputs, applied = model_inputs(data_path, annotation_path, input_protocol, max_examples=max_examples)
     except KeyError as missing:
         raise AtlasError(f"{annotation_path}: no annotation for example {missing} of {data_path}; "
                          "the annotation table is stale, rerun snakemake to rebuild it") from None
@@ -125,8 +125,8 @@ def build_token_table(tokenizer: Any, data_path: str | Path, annotation_path: st
 
 
 def write_token_table(checkpoint_manifest: str | Path, data_path: str | Path, annotation_path: str | Path,
-                      output: str | Path, *, max_length: int, max_examples: int | None = None,
-                      input_protocol: str = WORDS, offline: bool = False) -> dict[str, Any]:
+                      output: str | Path, *, max_length: int, max_examples: int | None,
+                      input_protocol: str, offline: bool) -> dict[str, Any]:
     from transformers import AutoConfig, AutoTokenizer
 
     from ..models.checkpoints import read_manifest
@@ -135,7 +135,8 @@ def write_token_table(checkpoint_manifest: str | Path, data_path: str | Path, an
     tokenizer = AutoTokenizer.from_pretrained(manifest["load_from"], local_files_only=offline)
     config = AutoConfig.from_pretrained(manifest["load_from"], local_files_only=offline)
     limit = checked_max_length(tokenizer, config.to_dict(), max_length, manifest["model"])
-    table, stats = build_token_table(tokenizer, data_path, annotation_path, limit, max_examples, input_protocol)
+    table, stats = build_token_table(tokenizer, data_path, annotation_path, limit, max_examples=max_examples,
+                                     input_protocol=input_protocol)
     log.info("token table: %s", {k: v for k, v in stats.items() if k != "truncated_ids"})
     write_table(table, output, {"tokenizer": manifest["load_from"], "model": manifest["model"], **stats})
     return stats

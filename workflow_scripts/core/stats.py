@@ -7,6 +7,9 @@ Bootstrap p-values are never 0: with B resamples the smallest p a bootstrap can
 resolve is 1/B, so :func:`bootstrap_p_value` reports max(2k/B, 1/B) (k: resamples on the
 other side of 0). A p of exactly 1/B in a table therefore means "no resample reached 0",
 i.e. p < 1/B, and :func:`format_p_value` prints it so ("< 0.001" for B = 1000).
+
+B (``resamples``) and the seed are always the caller's: they are config values (the stages'
+``bootstrap_resamples`` and ``bootstrap_seed``), whose defaults live in the config schema only.
 """
 
 from __future__ import annotations
@@ -15,11 +18,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-DEFAULT_RESAMPLES = 1000
 
-
-def ratio_bootstrap_ci(numerators: np.ndarray, denominators: np.ndarray, *, resamples: int = DEFAULT_RESAMPLES,
-                       seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
+def ratio_bootstrap_ci(numerators: np.ndarray, denominators: np.ndarray, *, resamples: int, seed: int,
+                       level: float = 0.95) -> tuple[float, float, float]:
     """(estimate, low, high) of sum(numerators)/sum(denominators), resampling units.
 
     ``numerators`` may have extra trailing dimensions (e.g. one column per head):
@@ -47,7 +48,7 @@ def ratio_bootstrap_ci(numerators: np.ndarray, denominators: np.ndarray, *, resa
 
 
 def paired_bootstrap_test(before: np.ndarray, after: np.ndarray, denominators: np.ndarray, *,
-                          resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> tuple[float, float, float, float]:
+                          resamples: int, seed: int) -> tuple[float, float, float, float]:
     """Paired comparison of two ratios on the same units.
 
     Returns (difference after-before, ci low, ci high, two-sided p-value); the
@@ -85,7 +86,7 @@ def bootstrap_p_value(samples: np.ndarray, observed: float) -> float:
     return float(min(1.0, max(2 * k / resamples, 1.0 / resamples)))
 
 
-def format_p_value(p: object, resamples: int = DEFAULT_RESAMPLES) -> str:
+def format_p_value(p: object, resamples: int) -> str:
     """A bootstrap p-value as text: "< 1/B" (e.g. "< 0.001") at the floor, else 2 significant digits.
 
     The floor is 1/B (:func:`bootstrap_p_value`); a p at or below it (a p of 0 from an older table too)

@@ -117,8 +117,7 @@ def _is_oom(exc: BaseException) -> bool:
 
 def finetune(*, model_name: str, task: str, seed: int, pretrained: str | Path, train_path: str | Path,
              dev_path: str | Path, checkpoint_root: str | Path, metrics_path: str | Path,
-             settings: dict[str, Any], threads: int = 1, offline: bool = False,
-             mirror: str | Path | None = None) -> dict[str, Any]:
+             settings: dict[str, Any], threads: int, offline: bool, mirror: str | Path | None) -> dict[str, Any]:
     """Fine-tune ``model_name`` on ``task`` with ``seed``; save checkpoints and the metrics JSON.
 
     ``pretrained`` is the model's pretrained ``checkpoint.json``; checkpoints go to

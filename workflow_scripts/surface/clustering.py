@@ -153,8 +153,8 @@ def choose_examples(token_table: str | Path, cap: int | None, seed: int) -> set[
 
 def head_clusters(dump_manifest: str | Path, token_table: str | Path, surface_part: str | Path,
                   output: str | Path, distances_output: str | Path | None = None, *, model: str, checkpoint: str,
-                  max_examples: int | None, seed: int, distance: str = "js_divergence",
-                  threshold: float = 0.5, broad_entropy: float) -> pd.DataFrame:
+                  max_examples: int | None, seed: int, distance: str, threshold: float,
+                  broad_entropy: float) -> pd.DataFrame:
     """The per-checkpoint part of ``head_clusters.csv`` (and its divergence matrix).
 
     ``distance`` is one of DISTANCES: what MDS embeds, the divergence or its square root.

@@ -36,7 +36,7 @@ import pandas as pd
 
 from ..core.errors import AtlasError
 from ..core.io import write_csv
-from ..core.stats import DEFAULT_RESAMPLES, ratio_bootstrap_ci
+from ..core.stats import ratio_bootstrap_ci
 from ..models.checkpoints import read_manifest
 
 log = logging.getLogger(__name__)
@@ -226,9 +226,9 @@ def task_examples(manifest: dict[str, Any], task_data: str | Path, tokenizer: An
 
 
 def sep_gradient(checkpoint_manifest: str | Path, token_table: str | Path, output: str | Path, *,
-                 max_examples: int | None, task_data: str | Path | None = None, mask_prob: float = 0.15,
-                 seed: int = 0, resamples: int = DEFAULT_RESAMPLES, bootstrap_seed: int = 0, threads: int = 1,
-                 offline: bool = False, data_name: str = "") -> pd.DataFrame:
+                 max_examples: int | None, task_data: str | Path | None = None, mask_prob: float, seed: int,
+                 resamples: int, bootstrap_seed: int, threads: int, offline: bool,
+                 data_name: str = "") -> pd.DataFrame:
     """The per-checkpoint part of ``sep_gradient.csv``: one row per layer."""
     import torch
     from transformers import AutoConfig, AutoTokenizer

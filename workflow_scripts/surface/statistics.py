@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
 from ..core.io import read_csv, write_csv
-from ..core.stats import DEFAULT_RESAMPLES, ratio_bootstrap_ci
+from ..core.stats import ratio_bootstrap_ci
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +218,7 @@ def surface_statistics(dump_dir: str | Path, roles: Mapping[int, TokenRoles], *,
 
 def surface_heads(dump_manifest: str | Path, token_table: str | Path, output: str | Path, *, model: str,
                   checkpoint: str, corpus: str, split: str, sep_token_id: int | None = None,
-                  resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> pd.DataFrame:
+                  resamples: int, seed: int) -> pd.DataFrame:
     """The per-checkpoint part of ``surface_heads.csv``."""
     roles = read_token_roles(token_table, sep_token_id)
     frame = surface_statistics(Path(dump_manifest).parent, roles, resamples=resamples, seed=seed)

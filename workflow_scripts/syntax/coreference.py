@@ -307,7 +307,7 @@ def coref_best_rows(model: str, checkpoint: str, scores: CorefScores, *, resampl
 
 
 def summarise_coreference(parts: Mapping[tuple[str, str], str | Path], heads_output: str | Path,
-                          best_output: str | Path, *, resamples: int, seed: int = 0,
+                          best_output: str | Path, *, resamples: int, seed: int,
                           control_checkpoint: str = "random") -> None:
     scores = {key: CorefScores.read(path) for key, path in parts.items()}
     heads, best = [], []

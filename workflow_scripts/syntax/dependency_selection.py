@@ -250,7 +250,7 @@ def best_rows(model: str, checkpoint: str, splits: Mapping[str, SplitCounts], re
 
 def summarise_dependency(parts: Mapping[tuple[str, str, str], str | Path], heads_output: str | Path,
                          best_output: str | Path, *, relations: Sequence[str], select_split: str, score_split: str,
-                         resamples: int, seed: int = 0, control_checkpoint: str = "random") -> None:
+                         resamples: int, seed: int, control_checkpoint: str = "random") -> None:
     """Write dependency_heads.csv and dependency_best.csv from the score parts of every (model, checkpoint, split).
 
     Protocols: select on ``select_split`` and score on ``score_split`` (held out), and

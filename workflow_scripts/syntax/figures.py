@@ -100,7 +100,7 @@ def choose_sentence(trees: dict, relations: Sequence[str], *, min_words: int = 8
 
 def best_head_maps(dump_dir: str | Path, token_table: str | Path, annotation: str | Path, best_csv: str | Path,
                    png: str | Path, pdf: str | Path, *, model: str, checkpoint: str, relations: Sequence[str],
-                   select_split: str, score_split: str, example_id: int | None = None, max_panels: int = 8) -> None:
+                   select_split: str, score_split: str, example_id: int | None, max_panels: int = 8) -> None:
     """Word-level maps of the best head of each relation on one sentence, gold arcs of the relation marked."""
     import matplotlib.pyplot as plt
 

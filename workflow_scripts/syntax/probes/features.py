@@ -111,7 +111,7 @@ def first_special_tokens(token_table: str | Path) -> dict[int, int]:
 
 def build_probe_features(dump_dir: str | Path, token_table: str | Path, annotation: str | Path,
                          maps_output: str | Path, index_output: str | Path, *, max_sentences: int | None = None,
-                         seed: int = 0) -> dict[str, Any]:
+                         seed: int) -> dict[str, Any]:
     """Stream a dump; store every chosen sentence's (L*H, n+1, n+1) features as one float16 array.
 
     Memory stays bounded: the array is a memory-mapped .npy file filled in place.

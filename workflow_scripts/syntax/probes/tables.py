@@ -36,7 +36,7 @@ def write_scores(example_ids: Sequence[int], correct: np.ndarray, total: np.ndar
 
 
 def summarise_probes(parts: Sequence[tuple[str, str, str, str | Path]], output: str | Path, *, resamples: int,
-                     seed: int = 0, control_checkpoint: str = "random") -> pd.DataFrame:
+                     seed: int, control_checkpoint: str = "random") -> pd.DataFrame:
     """probes.csv from the per-sentence parts (model, checkpoint, probe, path); paired tests vs the control."""
     loaded = {}
     for model, checkpoint, probe, path in parts:

@@ -253,7 +253,7 @@ def right_branching(sentences: Sequence[ProbeSentence]) -> tuple[np.ndarray, np.
 def run_attention_probe(kind: str, train_maps: str | Path, train_index: str | Path, test_maps: str | Path,
                         test_index: str | Path, train_annotation: str | Path, test_annotation: str | Path,
                         glove_path: str | Path | None, output: str | Path, *, epochs: int, lr: float, seed: int,
-                        exclude_punct: bool, batch_sentences: int, threads: int | None = None) -> None:
+                        exclude_punct: bool, batch_sentences: int, threads: int | None) -> None:
     """Train an attention probe on the train features and write its per-sentence test scores."""
     if kind not in ATTENTION_PROBES:
         raise AtlasError(f"unknown attention probe {kind!r}; known: {', '.join(ATTENTION_PROBES)}")
@@ -277,7 +277,7 @@ def run_attention_probe(kind: str, train_maps: str | Path, train_index: str | Pa
 def run_baseline_probe(kind: str, train_tokens: str | Path, test_tokens: str | Path, train_annotation: str | Path,
                        test_annotation: str | Path, glove_path: str | Path | None, output: str | Path, *,
                        epochs: int, lr: float, seed: int, max_train_sentences: int | None = None,
-                       exclude_punct: bool, batch_sentences: int, threads: int | None = None) -> None:
+                       exclude_punct: bool, batch_sentences: int, threads: int | None) -> None:
     """Right-branching or distances+GloVe, on the same words as the attention probes."""
     glove = GloveLookup(glove_path if kind == "distance_glove" else None)
     sets = []
