@@ -48,6 +48,10 @@ def _read(folder: Path, name: str, ignore: tuple[str, ...]) -> pd.DataFrame:
 
 def compare_folders(a: Path, b: Path, rtol: float = 1e-9, ignore: tuple[str, ...] = ()) -> dict[str, str]:
     """Table name -> 'identical', 'equal', 'different: ...', 'only in A' or 'only in B'."""
+    for folder in (a, b):
+        if not (folder / "tables").is_dir():
+            raise SystemExit(f"{folder}: no tables/ folder here; give the results folder of a study "
+                             "(the one that holds tables/, data/, attention/ ...)")
     names_a = {p.name for p in (a / "tables").glob("*.csv")}
     names_b = {p.name for p in (b / "tables").glob("*.csv")}
     verdicts = {}

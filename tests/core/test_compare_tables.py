@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 
+import pytest
+
 from support.paths import REPO
 
 spec = importlib.util.spec_from_file_location("compare_tables", REPO / "tools" / "compare_tables.py")
@@ -49,3 +51,10 @@ def test_own_paths_and_ignored_columns_do_not_count(tmp_path):
     write(b, "t.csv", f"path,seconds,x\n{b}/data/x.parquet,9.0,1\n")
     assert compare_tables.compare_folders(a, b)["t.csv"].startswith("different: column 'seconds'")
     assert compare_tables.compare_folders(a, b, ignore=("seconds",))["t.csv"] == "equal"
+
+
+def test_a_folder_without_tables_names_the_folder(tmp_path):
+    write(tmp_path / "a", "t.csv", "x\n1\n")
+    (tmp_path / "b").mkdir()
+    with pytest.raises(SystemExit, match=r"b: no tables/ folder here; give the results folder"):
+        compare_tables.compare_folders(tmp_path / "a", tmp_path / "b")

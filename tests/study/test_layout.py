@@ -69,3 +69,12 @@ def test_rule_files_read_the_study_model_and_never_each_others_names():
         for name, home in defined.items():
             if home != smk.stem and name not in shared and re.search(rf"\b{name}\b", text):
                 pytest.fail(f"rules/{smk.name} uses {name}, defined in rules/{home}.smk")
+
+
+def test_every_rule_logs_and_declares_threads_resources_and_its_env():
+    """A rule block (named, or the per-task fine-tuning rules) has log:, threads:, resources:, conda:, script:."""
+    for smk in (REPO / "rules").glob("*.smk"):
+        for block in re.split(r"^(?=rule \w+:|[ \t]+rule:)", smk.read_text(), flags=re.M)[1:]:
+            name = re.match(r"\s*rule ?(\w*)", block).group(1) or "rule: (anonymous)"
+            missing = [d for d in ("log:", "threads:", "resources:", "conda:", "script:") if d not in block]
+            assert not missing, f"rules/{smk.name}, rule {name}: no {', '.join(missing)}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..core.errors import ConfigError
@@ -69,9 +70,9 @@ class Study:
     def results(self) -> str:
         return self.paths.root
 
-    @property
+    @cached_property
     def inputs(self):
-        """The input functions of the rules (workflow_scripts/study/inputs.py)."""
+        """The input functions of the rules (workflow_scripts/study/inputs.py), made once."""
         from .inputs import RuleInputs
 
         return RuleInputs(self)
@@ -283,24 +284,25 @@ def _plan_report(study: Study) -> None:
     no_syntax = (f"the study dumps no EWT {' and '.join(study.syntax_splits)} attention "
                  "(study.treebanks, attention.corpora)")
     no_effects = "the study analyses no task's dev inputs (study.tasks, finetune_effects.tasks)"
-    produced = {
-        "models": (True, ""),
-        "surface_heads": (bool(study.surface_pairs), f"the study dumps no {surface['corpus']}/{surface['split']} "
-                          "attention (study.wiki, attention.corpora, surface.corpus)"),
-        "dependency_best": (bool(study.syntax_pairs), no_syntax),
-        "probes": (bool(study.syntax_pairs), no_syntax),
-        "coref_best": (bool(study.coref_pairs), f"the study scores no GUM {syntax['coref_split']} coreference "
-                       "(study.treebanks, data.coreference_treebanks, attention.corpora)"),
-        "finetune_metrics": (bool(study.finetune_runs), "the study fine-tunes no model (study.tasks, finetune.tasks;"
-                             " offline: only tasks whose train split the mirror holds)"),
-        **{name: (bool(study.effects_tasks), no_effects)
+    # A table exists when a stage planned it as an output; these say why it does not.
+    reasons = {
+        "surface_heads": f"the study dumps no {surface['corpus']}/{surface['split']} attention "
+                         "(study.wiki, attention.corpora, surface.corpus)",
+        "dependency_best": no_syntax,
+        "probes": no_syntax,
+        "coref_best": f"the study scores no GUM {syntax['coref_split']} coreference "
+                      "(study.treebanks, data.coreference_treebanks, attention.corpora)",
+        "finetune_metrics": "the study fine-tunes no model (study.tasks, finetune.tasks;"
+                            " offline: only tasks whose train split the mirror holds)",
+        **{name: no_effects
            for name in ("pattern_classes", "pattern_classifier", "lexical_top_layers", "lexical_last_layer")},
     }
+    planned = set(study.outputs())
     for name in report_tables(STAGES):
-        made, why = produced.get(name, (study.paths.table(name) in study.outputs(), ""))
-        if made:
-            study.report_tables[name] = study.paths.table(name)
+        path = study.paths.table(name)
+        if path in planned:
+            study.report_tables[name] = path
         else:
-            study.report_absent[name] = why or f"the study does not produce {name}.csv"
+            study.report_absent[name] = reasons.get(name, f"the study does not produce {name}.csv")
     study.stage_outputs["report"] = [study.paths.table("paper_comparison")] + [
         study.paths.figure("summary", model, ext) for model in study.models for ext in ("png", "pdf")]

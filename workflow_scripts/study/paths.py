@@ -21,9 +21,6 @@ class ResultPaths:
     def mentions_table(self, corpus: str, split: str) -> str:
         return f"{self.root}/data/{corpus}/{split}.mentions.parquet"
 
-    def model_card(self, model: str) -> str:
-        return f"{self.root}/models/{model}/model.json"
-
     def checkpoint_manifest(self, model: str, checkpoint: str) -> str:
         """The one file that stands for a checkpoint of any kind (workflow_scripts.models.checkpoints)."""
         return f"{self.root}/checkpoints/{model}/{checkpoint}/checkpoint.json"
@@ -57,6 +54,3 @@ class ResultPaths:
     def figures(self, stage: str, names: list[str] | tuple[str, ...]) -> list[str]:
         """The PNG and PDF of each named figure of a stage."""
         return [self.figure(stage, name, ext) for name in names for ext in ("png", "pdf")]
-
-    def log(self, stage: str, name: str) -> str:
-        return f"{self.root}/logs/{stage}/{name}.log"
