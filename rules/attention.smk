@@ -1,9 +1,7 @@
 # Attention stage (METHODS 4-6): word annotation, token tables aligned to words, attention dumps.
 from workflow_scripts.attention.extract import shard_names
-from workflow_scripts.study.model import TREEBANK_CORPORA
 
 ATTENTION = STUDY.config["attention"]
-ANNOTATION = STUDY.config["annotation"]
 
 
 rule annotation:
@@ -20,9 +18,10 @@ rule annotation:
         mem_mb=4000,
         runtime=120,
     params:
-        annotator=ANNOTATION["annotator"],
-        spacy_model=ANNOTATION["spacy_model"],
-        stanza_dir=ANNOTATION["stanza_dir"],
+        # A task entry may name its own annotator and language (tasks.NAME.annotator, .language).
+        annotator=lambda wc: STUDY.annotation(wc.corpus)["annotator"],
+        spacy_model=lambda wc: STUDY.annotation(wc.corpus)["spacy_model"],
+        stanza_dir=lambda wc: STUDY.annotation(wc.corpus)["stanza_dir"],
         offline=STUDY.offline,
     script:
         "scripts/entry.py"
@@ -56,7 +55,7 @@ rule token_table:
 # and every other corpus, always fed as written, keeps its token tables and dumps.
 use rule token_table as treebank_token_table with:
     wildcard_constraints:
-        corpus="|".join(TREEBANK_CORPORA),
+        corpus="|".join(STUDY.treebank_corpora),
     params:
         max_length=lambda wc: STUDY.config["models"][wc.model]["max_length"],
         max_examples=lambda wc: ATTENTION["max_examples"].get(wc.corpus),

@@ -10,7 +10,6 @@ from snakemake.utils import validate
 sys.path.insert(0, workflow.basedir)
 
 from workflow_scripts.core.errors import ConfigError
-from workflow_scripts.data.registry import GLUE_TASKS
 from workflow_scripts.study.config import check_schema, check_semantics, coerce_config, load_schema
 from workflow_scripts.study.model import build_study
 
@@ -34,8 +33,8 @@ for _note in STUDY.notes:
 
 wildcard_constraints:
     split="[a-z_]+",
-    task="|".join(GLUE_TASKS),
-    treebank="ewt|gum",
+    task="[a-z][a-z0-9]*",
+    treebank="[a-z][a-z0-9]*",
     model="[^/]+",
     corpus="[a-z0-9]+",
     checkpoint="[^/]+",

@@ -1,17 +1,21 @@
-# Data stage (METHODS 2, 6): one rule per source, one normalised Parquet table per corpus and split.
-# Each rule takes its mirror files as input when the mirror holds them (so touching one reruns
-# its table) and otherwise downloads from the public source inside the job.
+# Data stage (METHODS 2, 6): one rule per kind of source, one normalised Parquet table per corpus and split.
+# Corpora are config entries (treebanks:, tasks:; docs/corpora.md); each rule is constrained to the
+# entries it reads. A rule takes its local files as input (the mirror's, or a local entry's own), so
+# touching one reruns its table, and otherwise downloads from the public source inside the job. The
+# entry itself is a param, so changing one entry reruns only its branch.
 
 DATA = STUDY.config["data"]
 
 
 rule glue_table:
     input:
-        mirror=lambda wc: STUDY.inputs.mirror(wc.task, wc.split),
+        mirror=lambda wc: STUDY.inputs.source_files(wc.task, wc.split),
     output:
         f"{STUDY.results}/data/{{task}}/{{split}}.parquet",
     log:
         f"{STUDY.results}/logs/data/{{task}}_{{split}}.log",
+    wildcard_constraints:
+        task=STUDY.entry_pattern("glue"),
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -19,6 +23,7 @@ rule glue_table:
         mem_mb=2000,
         runtime=30,
     params:
+        glue_task=lambda wc: STUDY.task_spec(wc.task).source["task"],
         mirror=STUDY.mirror,
         offline=STUDY.offline,
     script:
@@ -27,11 +32,13 @@ rule glue_table:
 
 rule wic_table:
     input:
-        mirror=lambda wc: STUDY.inputs.mirror("wic", wc.split),
+        mirror=lambda wc: STUDY.inputs.source_files(wc.task, wc.split),
     output:
-        f"{STUDY.results}/data/wic/{{split}}.parquet",
+        f"{STUDY.results}/data/{{task}}/{{split}}.parquet",
     log:
-        f"{STUDY.results}/logs/data/wic_{{split}}.log",
+        f"{STUDY.results}/logs/data/{{task}}_{{split}}.log",
+    wildcard_constraints:
+        task=STUDY.entry_pattern("wic"),
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -46,13 +53,37 @@ rule wic_table:
         "scripts/entry.py"
 
 
+rule task_table:
+    input:
+        files=lambda wc: STUDY.inputs.source_files(wc.task, wc.split),
+    output:
+        f"{STUDY.results}/data/{{task}}/{{split}}.parquet",
+    log:
+        f"{STUDY.results}/logs/data/{{task}}_{{split}}.log",
+    wildcard_constraints:
+        task=STUDY.entry_pattern("hub", "table"),
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    params:
+        task=STUDY.inputs.task_entry,
+        offline=STUDY.offline,
+    script:
+        "scripts/entry.py"
+
+
 rule treebank_table:
     input:
-        mirror=lambda wc: STUDY.inputs.mirror(wc.treebank, wc.split),
+        files=lambda wc: STUDY.inputs.source_files(wc.treebank, wc.split),
     output:
         f"{STUDY.results}/data/{{treebank}}/{{split}}.parquet",
     log:
         f"{STUDY.results}/logs/data/{{treebank}}_{{split}}.log",
+    wildcard_constraints:
+        treebank=STUDY.entry_pattern("treebank"),
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -60,6 +91,7 @@ rule treebank_table:
         mem_mb=4000,
         runtime=30,
     params:
+        treebank=STUDY.inputs.treebank_entry,
         mirror=STUDY.mirror,
         offline=STUDY.offline,
         downloads=STUDY.config["downloads"],
@@ -70,11 +102,13 @@ rule treebank_table:
 
 rule coreference_mentions:
     input:
-        mirror=lambda wc: STUDY.inputs.mirror(wc.treebank, wc.split),
+        files=lambda wc: STUDY.inputs.source_files(wc.treebank, wc.split),
     output:
         f"{STUDY.results}/data/{{treebank}}/{{split}}.mentions.parquet",
     log:
         f"{STUDY.results}/logs/data/{{treebank}}_{{split}}_mentions.log",
+    wildcard_constraints:
+        treebank=STUDY.entry_pattern("treebank"),
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -82,6 +116,7 @@ rule coreference_mentions:
         mem_mb=4000,
         runtime=30,
     params:
+        treebank=STUDY.inputs.treebank_entry,
         mirror=STUDY.mirror,
         offline=STUDY.offline,
         downloads=STUDY.config["downloads"],
@@ -92,7 +127,7 @@ rule coreference_mentions:
 
 rule wiki_segments:
     input:
-        mirror=lambda wc: STUDY.inputs.mirror("wiki", "segments"),
+        mirror=lambda wc: STUDY.inputs.source_files("wiki", "segments"),
     output:
         f"{STUDY.results}/data/wiki/segments.parquet",
     log:
@@ -116,7 +151,7 @@ rule wiki_segments:
 
 rule glove_vectors:
     input:
-        mirror=lambda wc: STUDY.inputs.mirror("glove", "vectors"),
+        mirror=lambda wc: STUDY.inputs.source_files("glove", "vectors"),
     output:
         f"{STUDY.results}/data/glove/vectors.parquet",
     log:

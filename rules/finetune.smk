@@ -6,8 +6,6 @@
 # Checkpoints follow the convention of workflow_scripts/models/checkpoints.py:
 #   {results}/checkpoints/{model}/{task}.seed{seed}.step{K}/checkpoint.json  (each configured step)
 #   {results}/checkpoints/{model}/{task}.seed{seed}.final/checkpoint.json    (end of training)
-from workflow_scripts.finetune.tasks import dev_split
-
 FINETUNE = STUDY.config["finetune"]
 
 
@@ -20,7 +18,7 @@ for _task in STUDY.finetune_tasks:
         input:
             pretrained=STUDY.paths.checkpoint_manifest("{model}", "pretrained"),
             train=STUDY.paths.data_table(_task, "train"),
-            dev=STUDY.paths.data_table(_task, dev_split(_task)),
+            dev=STUDY.paths.data_table(_task, STUDY.dev_split(_task)),
         output:
             steps=[
                 f"{STUDY.results}/checkpoints/{{model}}/{_task}.seed{{seed}}.step{step}/checkpoint.json"
@@ -42,7 +40,7 @@ for _task in STUDY.finetune_tasks:
             # the node it lands on has one, and the CPU otherwise.
             gpu=1 if _settings["device"] == "cuda" else 0,
         params:
-            task=_task,
+            task=STUDY.task_spec(_task).params(),
             settings=STUDY.inputs.finetune_settings(_task),
             offline=STUDY.offline,
             mirror=STUDY.mirror,

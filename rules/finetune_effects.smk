@@ -6,7 +6,6 @@
 # Which tasks and checkpoints are analysed is the study model's (STUDY.effects_tasks, STUDY.effects_targets).
 # The dev inputs are capped by 'attention.max_examples' (token tables and dumps) and, in the analyses,
 # by 'finetune_effects.max_dev_examples' (the first N examples). See docs/finetune_effects.md.
-from workflow_scripts.finetune.tasks import dev_split
 
 FE = STUDY.config["finetune_effects"]
 FE_DIR = STUDY.paths.analysis("finetune_effects")
@@ -105,7 +104,7 @@ rule pattern_classes_part:
 rule finetune_change_part:
     input:
         unpack(STUDY.inputs.effects_dump),
-        pretrained=lambda wc: STUDY.paths.dump_manifest(wc.model, "pretrained", wc.corpus, dev_split(wc.corpus)),
+        pretrained=lambda wc: STUDY.paths.dump_manifest(wc.model, "pretrained", wc.corpus, STUDY.dev_split(wc.corpus)),
     output:
         f"{FE_PART}/finetune_change.csv",
     log:
@@ -129,7 +128,7 @@ rule finetune_change_part:
 rule lexical_counts:
     input:
         unpack(STUDY.inputs.effects_dump),
-        annotation=lambda wc: f"{STUDY.results}/annotation/{wc.corpus}/{dev_split(wc.corpus)}.parquet",
+        annotation=lambda wc: f"{STUDY.results}/annotation/{wc.corpus}/{STUDY.dev_split(wc.corpus)}.parquet",
     output:
         counts=f"{FE_PART}/lexical_counts.npz",
         summary=f"{FE_PART}/lexical_counts.json",

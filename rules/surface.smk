@@ -48,6 +48,7 @@ rule sep_gradient_part:
         corpus=SURFACE["corpus"],
         split=SURFACE["split"],
         examples=SURFACE["gradient_examples"],
+        task=STUDY.inputs.checkpoint_task,
         mask_prob=SURFACE["gradient_mask_prob"],
         seed=SURFACE["gradient_seed"],
         resamples=SURFACE["bootstrap_resamples"],

@@ -1,21 +1,20 @@
 # Syntax and coreference analyses of "What Does BERT Look At?" (METHODS 7.3, 7.4, 7.5, 10).
-# Per (model, checkpoint[, split]) jobs write parts under {results}/analysis/syntax/; study-wide rules
+# Per (model, checkpoint[, treebank, split]) jobs write parts under {results}/analysis/syntax/; study-wide rules
 # combine them into {results}/tables/{dependency_heads,dependency_best,coref_heads,coref_best,probes}.csv
 # and draw the figures under {results}/figures/syntax/. See docs/syntax.md.
 
-from workflow_scripts.study.model import COREF_CORPUS
-
 SYNTAX = STUDY.config["syntax"]
+COREF_CORPUS = STUDY.coref_corpus
 SYNTAX_PART = STUDY.paths.analysis("syntax", "{model}", "{checkpoint}")
 SYNTAX_FIGURES = f"{STUDY.results}/figures/syntax"
 SYNTAX_CATEGORY = "What does BERT look at?"
 SYNTAX_SELECT, SYNTAX_SCORE = SYNTAX["select_split"], SYNTAX["score_split"]
 
 
-rule gum_windows:
+rule coref_windows:
     input:
-        sentences=lambda wc: STUDY.paths.data_table("gum", wc.split),
-        mentions=f"{STUDY.results}/data/gum/{{split}}.mentions.parquet",
+        sentences=lambda wc: STUDY.paths.data_table(SYNTAX["coref_treebank"], wc.split),
+        mentions=lambda wc: STUDY.paths.mentions_table(SYNTAX["coref_treebank"], wc.split),
     output:
         data=f"{STUDY.results}/data/{COREF_CORPUS}/{{split}}.parquet",
         mentions=f"{STUDY.results}/data/{COREF_CORPUS}/{{split}}.mentions.parquet",
@@ -29,19 +28,20 @@ rule gum_windows:
         runtime=10,
     params:
         window_words=SYNTAX["coref_window_words"],
+        corpus=COREF_CORPUS,
     script:
         "scripts/entry.py"
 
 
 rule dependency_scores:
     input:
-        dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, "ewt", wc.split),
-        tokens=lambda wc: STUDY.paths.token_table(wc.model, "ewt", wc.split),
-        annotation=f"{STUDY.results}/annotation/ewt/{{split}}.parquet",
+        dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, wc.treebank, wc.split),
+        tokens=lambda wc: STUDY.paths.token_table(wc.model, wc.treebank, wc.split),
+        annotation=f"{STUDY.results}/annotation/{{treebank}}/{{split}}.parquet",
     output:
-        f"{SYNTAX_PART}/dependency/ewt_{{split}}.parquet",
+        f"{SYNTAX_PART}/dependency/{{treebank}}_{{split}}.parquet",
     log:
-        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_dependency_{{split}}.log",
+        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_dependency_{{treebank}}_{{split}}.log",
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -57,8 +57,8 @@ rule dependency_scores:
 rule dependency_tables:
     input:
         parts=[
-            f"{STUDY.results}/analysis/syntax/{m}/{c}/dependency/ewt_{s}.parquet"
-            for m, c in STUDY.syntax_pairs
+            f"{STUDY.results}/analysis/syntax/{m}/{c}/dependency/{t}_{s}.parquet"
+            for m, c, t in STUDY.syntax_targets
             for s in STUDY.syntax_splits
         ],
     output:
@@ -81,7 +81,8 @@ rule dependency_tables:
         mem_mb=4000,
         runtime=30,
     params:
-        part_keys=[(m, c, s) for m, c in STUDY.syntax_pairs for s in STUDY.syntax_splits],
+        part_keys=[(m, c, t, s) for m, c, t in STUDY.syntax_targets for s in STUDY.syntax_splits],
+        labelled={t: STUDY.corpora.treebanks[t].labelled for t in SYNTAX["treebanks"] if t in STUDY.corpora.treebanks},
         relations=SYNTAX["relations"],
         select_split=SYNTAX_SELECT,
         score_split=SYNTAX_SCORE,
@@ -146,14 +147,14 @@ rule coreference_tables:
 
 rule probe_features:
     input:
-        dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, "ewt", wc.split),
-        tokens=lambda wc: STUDY.paths.token_table(wc.model, "ewt", wc.split),
-        annotation=f"{STUDY.results}/annotation/ewt/{{split}}.parquet",
+        dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, wc.treebank, wc.split),
+        tokens=lambda wc: STUDY.paths.token_table(wc.model, wc.treebank, wc.split),
+        annotation=f"{STUDY.results}/annotation/{{treebank}}/{{split}}.parquet",
     output:
-        maps=f"{SYNTAX_PART}/probe_features/ewt_{{split}}.maps.npy",
-        index=f"{SYNTAX_PART}/probe_features/ewt_{{split}}.index.npz",
+        maps=f"{SYNTAX_PART}/probe_features/{{treebank}}_{{split}}.maps.npy",
+        index=f"{SYNTAX_PART}/probe_features/{{treebank}}_{{split}}.index.npz",
     log:
-        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_probe_features_{{split}}.log",
+        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_probe_features_{{treebank}}_{{split}}.log",
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -172,9 +173,9 @@ rule probe_attention:
     input:
         unpack(STUDY.inputs.probe_attention),
     output:
-        f"{SYNTAX_PART}/probes/{{probe}}.parquet",
+        f"{SYNTAX_PART}/probes/{{treebank}}/{{probe}}.parquet",
     log:
-        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_probe_{{probe}}.log",
+        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_probe_{{treebank}}_{{probe}}.log",
     wildcard_constraints:
         probe="attn|attn_glove",
     conda:
@@ -197,9 +198,9 @@ rule probe_baseline:
     input:
         unpack(STUDY.inputs.probe_baseline),
     output:
-        f"{STUDY.results}/analysis/syntax/{{model}}/baselines/{{probe}}.parquet",
+        f"{STUDY.results}/analysis/syntax/{{model}}/baselines/{{treebank}}/{{probe}}.parquet",
     log:
-        f"{STUDY.results}/logs/syntax/{{model}}_baseline_{{probe}}.log",
+        f"{STUDY.results}/logs/syntax/{{model}}_baseline_{{treebank}}_{{probe}}.log",
     wildcard_constraints:
         probe="right_branching|distance_glove",
     conda:
@@ -221,15 +222,15 @@ rule probe_baseline:
 
 rule probe_mst:
     input:
-        test_maps=f"{SYNTAX_PART}/probe_features/ewt_{SYNTAX_SCORE}.maps.npy",
-        test_index=f"{SYNTAX_PART}/probe_features/ewt_{SYNTAX_SCORE}.index.npz",
-        test_annotation=f"{STUDY.results}/annotation/ewt/{SYNTAX_SCORE}.parquet",
+        test_maps=f"{SYNTAX_PART}/probe_features/{{treebank}}_{SYNTAX_SCORE}.maps.npy",
+        test_index=f"{SYNTAX_PART}/probe_features/{{treebank}}_{SYNTAX_SCORE}.index.npz",
+        test_annotation=f"{STUDY.results}/annotation/{{treebank}}/{SYNTAX_SCORE}.parquet",
         # The head is the best `all` (dependent -> head) head on the selection split.
-        selection=f"{SYNTAX_PART}/dependency/ewt_{SYNTAX_SELECT}.parquet",
+        selection=f"{SYNTAX_PART}/dependency/{{treebank}}_{SYNTAX_SELECT}.parquet",
     output:
-        f"{SYNTAX_PART}/probes/mst_best_head.parquet",
+        f"{SYNTAX_PART}/probes/{{treebank}}/mst_best_head.parquet",
     log:
-        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_probe_mst.log",
+        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_probe_mst_{{treebank}}.log",
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -269,13 +270,13 @@ rule dependency_heatmaps:
         best=f"{STUDY.results}/tables/dependency_best.csv",
     output:
         png=report(
-            f"{SYNTAX_FIGURES}/dependency_heads_{{model}}_{{checkpoint}}.png",
+            f"{SYNTAX_FIGURES}/dependency_heads_{{model}}_{{checkpoint}}_{{treebank}}.png",
             caption="../report/syntax_dependency_heatmap.rst",
             category=SYNTAX_CATEGORY,
         ),
-        pdf=f"{SYNTAX_FIGURES}/dependency_heads_{{model}}_{{checkpoint}}.pdf",
+        pdf=f"{SYNTAX_FIGURES}/dependency_heads_{{model}}_{{checkpoint}}_{{treebank}}.pdf",
     log:
-        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_dependency_heatmaps.log",
+        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_dependency_heatmaps_{{treebank}}.log",
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -292,19 +293,19 @@ rule dependency_heatmaps:
 
 rule best_head_maps:
     input:
-        dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, "ewt", SYNTAX_SCORE),
-        tokens=lambda wc: STUDY.paths.token_table(wc.model, "ewt", SYNTAX_SCORE),
-        annotation=f"{STUDY.results}/annotation/ewt/{SYNTAX_SCORE}.parquet",
+        dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, wc.treebank, SYNTAX_SCORE),
+        tokens=lambda wc: STUDY.paths.token_table(wc.model, wc.treebank, SYNTAX_SCORE),
+        annotation=f"{STUDY.results}/annotation/{{treebank}}/{SYNTAX_SCORE}.parquet",
         best=f"{STUDY.results}/tables/dependency_best.csv",
     output:
         png=report(
-            f"{SYNTAX_FIGURES}/best_head_maps_{{model}}_{{checkpoint}}.png",
+            f"{SYNTAX_FIGURES}/best_head_maps_{{model}}_{{checkpoint}}_{{treebank}}.png",
             caption="../report/syntax_best_head_maps.rst",
             category=SYNTAX_CATEGORY,
         ),
-        pdf=f"{SYNTAX_FIGURES}/best_head_maps_{{model}}_{{checkpoint}}.pdf",
+        pdf=f"{SYNTAX_FIGURES}/best_head_maps_{{model}}_{{checkpoint}}_{{treebank}}.pdf",
     log:
-        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_best_head_maps.log",
+        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_best_head_maps_{{treebank}}.log",
     conda:
         "../envs/surface.yaml"
     threads: 1

@@ -34,7 +34,6 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from workflow_scripts.finetune.tasks import dev_split  # noqa: E402 - the repository is on sys.path only from here
 from workflow_scripts.finetune_effects.pattern_cnn import (  # noqa: E402 - as above
     LABEL_COLUMNS,
     collect_maps,
@@ -53,7 +52,9 @@ def default_thresholds() -> Thresholds:
 
 
 def dump_paths(results: Path, model: str, checkpoint: str, task: str) -> tuple[Path, Path]:
-    split = dev_split(task)
+    # The dev split the study dumped for the task (its entry's dev_split): dev, or MNLI's dev_matched.
+    dumped = sorted(p.stem for p in (results / "tokens" / model / task).glob("dev*.parquet"))
+    split = "dev_matched" if "dev_matched" in dumped else "dev" if "dev" in dumped or not dumped else dumped[0]
     return (results / "attention" / model / checkpoint / task / split,
             results / "tokens" / model / task / f"{split}.parquet")
 

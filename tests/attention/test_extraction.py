@@ -217,7 +217,7 @@ def test_stanza_without_models_names_the_folder(tmp_path):
     from workflow_scripts.attention.annotate import StanzaAnnotator
     from workflow_scripts.core.errors import AtlasError
 
-    with pytest.raises(AtlasError, match="no-models' holds no stanza English models"):
+    with pytest.raises(AtlasError, match="no-models' holds no stanza models of language 'en'"):
         StanzaAnnotator(str(tmp_path / "no-models"), download=False)
 
 

@@ -8,13 +8,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from support.entries import TASKS, UD
 from support.source_files import no_partials, write
 from workflow_scripts.core import io as atlas_io
 from workflow_scripts.core.errors import InputFormatError, SourceUnavailableError
 from workflow_scripts.core.io import read_metadata
 from workflow_scripts.data.build import build_glue
 from workflow_scripts.data.glue import parse_glue_tsv
-from workflow_scripts.data.registry import GLUE_TASKS, corpus_splits, find_in_mirror, mirror_candidates
+from workflow_scripts.data.registry import GLUE_TASKS, find_in_mirror
 
 MRPC_HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"
 STSB_HEADER = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
@@ -108,8 +109,11 @@ def test_label_ids_match_registry_order():
     assert GLUE_TASKS["qnli"].labels.index("not_entailment") == 1
     assert GLUE_TASKS["rte"].labels.index("entailment") == 0
     assert GLUE_TASKS["stsb"].is_regression and not GLUE_TASKS["cola"].is_regression
-    assert corpus_splits("mnli") == ("train", "dev_matched", "dev_mismatched")
-    assert corpus_splits("wic") == ("train", "dev", "test")
+    assert tuple(TASKS["mnli"].splits) == ("train", "dev_matched", "dev_mismatched")
+    assert TASKS["mnli"].dev_split == "dev_matched" and TASKS["mnli"].splits["dev_matched"] == "validation_matched"
+    assert tuple(TASKS["wic"].splits) == ("train", "dev", "test")
+    assert TASKS["stsb"].metrics == ("pearson", "spearman") and TASKS["mrpc"].main_metric == "f1"
+    assert TASKS["cola"].is_pair is False and TASKS["rte"].is_pair and TASKS["wic"].labels == ("F", "T")
 
 
 # --- GLUE: bad input ------------------------------------------------------------------
@@ -248,7 +252,7 @@ def test_find_in_mirror(tmp_path):
     assert find_in_mirror(tmp_path, "wic", "dev") == []
     gold = write(tmp_path / "wic" / "dev" / "dev.gold.txt", "T")
     assert find_in_mirror(tmp_path, "wic", "dev") == [data, gold]
-    assert mirror_candidates("ewt", "dev") == [["ud/UD_English-EWT/en_ewt-ud-dev.conllu"]]
+    assert UD["ewt"].mirror_candidates("dev") == [["ud/UD_English-EWT/en_ewt-ud-dev.conllu"]]
 
 
 # --- GLUE builder ------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from support.entries import UD
 from workflow_scripts.core.errors import InputEncodingError, InputFormatError
 from workflow_scripts.data.build import build_glove, build_glue, build_treebank, build_wic, build_wiki
 from workflow_scripts.data.fetch import unavailable
@@ -235,7 +236,7 @@ def test_build_glue_glove_wic_treebank_from_mirror_files(tmp_path):
 
     conllu, _, _ = with_bad_byte(tmp_path / "m" / "t.conllu", "# text = ", "\n1\te\t_\t_\t_\t_\t0\troot\t_\t_\n")
     with pytest.raises(InputEncodingError) as info:
-        build_treebank("ewt", "dev", [conllu], out / "ewt.parquet", mirror=None, offline=True,
+        build_treebank(UD["ewt"], "dev", [conllu], out / "ewt.parquet", mirror=None, offline=True,
                        download_dir=tmp_path / "dl", ud_tag="r2.16")
     check(info.value, conllu, 1, 9)
     assert no_outputs(out) == []

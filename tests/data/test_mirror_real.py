@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from support.entries import UD
 from support.paths import SHARED_DATA
 from workflow_scripts.data.glove import parse_glove_file
 from workflow_scripts.data.glue import parse_glue_tsv
@@ -24,7 +25,7 @@ pytestmark = [
 
 
 def mirror_file(corpus: str, split: str) -> list[Path]:
-    files = find_in_mirror(MIRROR, corpus, split)
+    files = find_in_mirror(MIRROR, corpus, split, UD[corpus].mirror_candidates(split) if corpus in UD else None)
     if not files:
         pytest.skip(f"the mirror {MIRROR} does not hold {corpus}/{split}")
     return files

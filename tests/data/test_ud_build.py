@@ -6,6 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from support.conllu import tok, write_conllu
+from support.entries import UD
 from workflow_scripts.core.errors import InputFormatError, SourceUnavailableError
 from workflow_scripts.core.io import read_metadata
 from workflow_scripts.data.build import build_mentions, build_treebank
@@ -15,7 +16,7 @@ from workflow_scripts.data.build import build_mentions, build_treebank
 
 def test_build_treebank_and_mentions_from_mirror(gum_file, tmp_path):
     treebank_out = tmp_path / "out" / "gum_dev.parquet"
-    build_treebank("gum", "dev", [gum_file], treebank_out, mirror=str(tmp_path), offline=True,
+    build_treebank(UD["gum"], "dev", [gum_file], treebank_out, mirror=str(tmp_path), offline=True,
                    download_dir=tmp_path / "dl", ud_tag="r2.16")
     table = pq.read_table(treebank_out)
     assert table.num_rows == 4
@@ -26,7 +27,7 @@ def test_build_treebank_and_mentions_from_mirror(gum_file, tmp_path):
     assert meta["source"] == f"mirror:{gum_file}"
 
     mentions_out = tmp_path / "out" / "gum_mentions_dev.parquet"
-    build_mentions("gum", "dev", [gum_file], mentions_out, mirror=str(tmp_path), offline=True,
+    build_mentions(UD["gum"], "dev", [gum_file], mentions_out, mirror=str(tmp_path), offline=True,
                    download_dir=tmp_path / "dl", ud_tag="r2.16")
     mentions = pq.read_table(mentions_out)
     assert mentions.num_rows == 8
@@ -39,7 +40,7 @@ def test_build_treebank_and_mentions_from_mirror(gum_file, tmp_path):
 
 def test_build_treebank_offline_without_mirror(tmp_path):
     with pytest.raises(SourceUnavailableError) as info:
-        build_treebank("ewt", "train", [], tmp_path / "ewt.parquet", mirror=None, offline=True,
+        build_treebank(UD["ewt"], "train", [], tmp_path / "ewt.parquet", mirror=None, offline=True,
                        download_dir=tmp_path / "dl", ud_tag="r2.16")
     message = str(info.value)
     assert "corpus 'ewt', split 'train'" in message
@@ -54,7 +55,7 @@ def test_build_mentions_offline_with_mirror_lacking_file(tmp_path):
     mirror = tmp_path / "mirror"
     mirror.mkdir()
     with pytest.raises(SourceUnavailableError) as info:
-        build_mentions("gum", "test", [], tmp_path / "m.parquet", mirror=str(mirror), offline=True,
+        build_mentions(UD["gum"], "test", [], tmp_path / "m.parquet", mirror=str(mirror), offline=True,
                        download_dir=tmp_path / "dl", ud_tag="r2.15")
     message = str(info.value)
     assert "corpus 'gum', split 'test'" in message
@@ -67,7 +68,7 @@ def test_build_treebank_bad_file_leaves_no_output(tmp_path):
     bad = write_conllu(tmp_path / "bad.conllu", ["# text = A b", tok(1, "A", head=0), tok(2, "c", head=1)])
     out = tmp_path / "out" / "t.parquet"
     with pytest.raises(InputFormatError, match="line 3"):
-        build_treebank("ewt", "dev", [bad], out, mirror=None, offline=True, download_dir=tmp_path,
+        build_treebank(UD["ewt"], "dev", [bad], out, mirror=None, offline=True, download_dir=tmp_path,
                        ud_tag="r2.16")
     assert not out.exists()
     assert not any(p.name.endswith(".partial") for p in tmp_path.rglob("*"))

@@ -7,6 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from support.entries import UD
 from workflow_scripts.core.errors import (
     AtlasError,
     InputFormatError,
@@ -253,7 +254,7 @@ def test_summarize(tmp_path):
     from workflow_scripts.data.build import build_treebank
 
     tb_out = tmp_path / "ewt_dev.parquet"
-    build_treebank("ewt", "dev", [tb_src], tb_out, mirror=None, offline=True, download_dir=tmp_path,
+    build_treebank(UD["ewt"], "dev", [tb_src], tb_out, mirror=None, offline=True, download_dir=tmp_path,
                    ud_tag="r2.16")
     csv_out = tmp_path / "summary" / "data.csv"
     frame = summarize([glue_out, tb_out], csv_out)
@@ -264,6 +265,6 @@ def test_summarize(tmp_path):
     assert int(frame["words"].iloc[1]) == 2
     assert frame["source"].tolist() == [f"mirror:{glue_src}", f"mirror:{tb_src}"]
     text = csv_out.read_text().splitlines()
-    assert text[0] == "corpus,split,rows,words,source,path"
+    assert text[0] == "corpus,split,rows,words,source,language,path"
     assert text[1].startswith("cola,dev,3,,mirror:")
     assert text[2].startswith("ewt,dev,1,2,mirror:")

@@ -9,17 +9,16 @@ import pytest
 from scipy import stats
 from sklearn import metrics as skm
 
+from support.entries import TASKS
 from workflow_scripts.finetune.metrics import (
     accuracy,
     f1,
-    glue_metrics,
-    main_metric,
     majority_baseline,
     matthews_corr,
     pearson,
     rank,
     spearman,
-    task_metrics,
+    task_scores,
 )
 
 GOLD = np.array([1, 0, 1, 1, 0, 1, 0, 0, 1, 1, 1, 0, 0, 1, 0, 1])
@@ -50,19 +49,19 @@ def test_correlations_match_scipy():
 
 
 def test_task_metrics_and_majority_baseline():
-    assert task_metrics("cola") == ("matthews_corr",)
-    assert task_metrics("mrpc") == ("f1", "accuracy") and task_metrics("qqp") == ("f1", "accuracy")
-    assert task_metrics("stsb") == ("pearson", "spearman")
-    assert all(task_metrics(t) == ("accuracy",) for t in ("sst2", "mnli", "qnli", "rte", "wnli", "wic"))
-    assert main_metric("mrpc") == "f1"
-    scores = glue_metrics("mrpc", PRED, GOLD)
+    assert TASKS["cola"].metrics == ("matthews_corr",)
+    assert TASKS["mrpc"].metrics == ("f1", "accuracy") and TASKS["qqp"].metrics == ("f1", "accuracy")
+    assert TASKS["stsb"].metrics == ("pearson", "spearman")
+    assert all(TASKS[t].metrics == ("accuracy",) for t in ("sst2", "mnli", "qnli", "rte", "wnli", "wic"))
+    assert TASKS["mrpc"].main_metric == "f1"
+    scores = task_scores(TASKS["mrpc"].metrics, PRED, GOLD)
     assert scores == {"f1": pytest.approx(skm.f1_score(GOLD, PRED)), "accuracy": pytest.approx(0.75)}
     # Majority of GOLD is 1 (9 of 16): accuracy 9/16, F1 of predicting all positive.
-    base = majority_baseline("mrpc", GOLD)
+    base = majority_baseline(TASKS["mrpc"].metrics, False, GOLD)
     assert base["accuracy"] == pytest.approx(9 / 16)
     assert base["f1"] == pytest.approx(skm.f1_score(GOLD, np.ones_like(GOLD)))
-    assert majority_baseline("cola", GOLD) == {"matthews_corr": 0.0}
-    assert all(math.isnan(v) for v in majority_baseline("stsb", SCORES).values())
+    assert majority_baseline(TASKS["cola"].metrics, False, GOLD) == {"matthews_corr": 0.0}
+    assert all(math.isnan(v) for v in majority_baseline(TASKS["stsb"].metrics, True, SCORES).values())
 
 
 def test_shape_errors():

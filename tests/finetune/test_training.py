@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from support.entries import TASKS
 from workflow_scripts.core.errors import InputFormatError
 from workflow_scripts.finetune.tables import metrics_table
 from workflow_scripts.finetune.task_data import FinetuneError, epoch_batches, load_split, task_texts
@@ -71,7 +72,7 @@ def sst2(tmp_path_factory) -> tuple[Path, Path]:
 
 def run(pretrained: Path, data: tuple[Path, Path], out: Path, seed: int = 7, task: str = "sst2", **changes):
     settings = {**SETTINGS, **changes}
-    return finetune(model_name="tiny", task=task, seed=seed, pretrained=pretrained, train_path=data[0],
+    return finetune(model_name="tiny", task=TASKS[task], seed=seed, pretrained=pretrained, train_path=data[0],
                     dev_path=data[1], checkpoint_root=out / "checkpoints" / "tiny",
                     metrics_path=out / "finetune" / f"{task}.seed{seed}.metrics.json", settings=settings, threads=1,
                     offline=False, mirror=None)
@@ -160,23 +161,23 @@ def test_bad_labels_are_rejected_with_their_row(tmp_path):
     frame.to_parquet(tmp_path / "rte.parquet")
     with pytest.raises(InputFormatError, match=r"row 7 \(counting from 0; example_id 17\): label 2 is not one of "
                                                r"0 \(entailment\), 1 \(not_entailment\)"):
-        load_split(tmp_path / "rte.parquet", "rte", "train")
+        load_split(tmp_path / "rte.parquet", TASKS["rte"], "train")
     frame["label"] = [0.0, 1.0, float("nan"), 0, 1, 0, 0, 1, 1, 0]
     frame.to_parquet(tmp_path / "nan.parquet")
     with pytest.raises(InputFormatError, match="row 2 "):
-        load_split(tmp_path / "nan.parquet", "rte", "train")
+        load_split(tmp_path / "nan.parquet", TASKS["rte"], "train")
     frame["label"] = [0.0, 1.5, 5.0, 7.5, 1, 0, 0, 1, 1, 0]
     frame.to_parquet(tmp_path / "stsb.parquet")
     with pytest.raises(InputFormatError, match=r"row 3 .*similarity score in \[0, 5\]"):
-        load_split(tmp_path / "stsb.parquet", "stsb", "train")
+        load_split(tmp_path / "stsb.parquet", TASKS["stsb"], "train")
 
 
 def test_missing_split_names_task_and_files(tmp_path):
     with pytest.raises(FinetuneError) as info:
-        load_split(tmp_path / "data" / "qnli" / "train.parquet", "qnli", "train", mirror=tmp_path / "mirror")
+        load_split(tmp_path / "data" / "qnli" / "train.parquet", TASKS["qnli"], "train", mirror=tmp_path / "mirror")
     message = str(info.value)
     assert "task 'qnli'" in message and str(tmp_path / "data" / "qnli" / "train.parquet") in message
-    assert str(tmp_path / "mirror" / "glue" / "QNLI" / "train.tsv") in message
+    assert f"mirror: {tmp_path / 'mirror'}" in message
 
 
 def test_save_step_after_the_end_is_an_error(pretrained, sst2, tmp_path):
@@ -206,20 +207,22 @@ def test_task_settings_per_task_override():
     cola, rte = task_settings(config, "cola", 96), task_settings(config, "rte", 96)
     assert cola["learning_rate"] == 5e-5 and rte["learning_rate"] == SETTINGS["learning_rate"]
     assert cola["save_steps"] == [10, 20] and cola["max_length"] == 96
-    assert "wic_marking" not in cola and task_settings(config, "wic")["wic_marking"] == "brackets"
+    assert "wic_marking" not in cola
+    assert task_settings(config, "wic", marks_target_word=True)["wic_marking"] == "brackets"
     assert "seeds" not in cola and task_seeds(config, "cola") == [3] and task_seeds(config, "rte") == [1, 2]
 
 
 def test_wic_marking():
     frame = pd.DataFrame({"text_a": ["You must carry your gear ."], "text_b": ["Sound carries well ."],
                           "word": ["carry"], "word_index_a": [2], "word_index_b": [1], "label": [0]})
-    assert task_texts(frame, "wic", "brackets") == (["You must [ carry ] your gear ."],
+    assert task_texts(frame, TASKS["wic"], "brackets") == (["You must [ carry ] your gear ."],
                                                     ["Sound [ carries ] well ."])
-    assert task_texts(frame, "wic", "prefix") == (["carry: You must carry your gear ."], ["Sound carries well ."])
-    assert task_texts(frame, "wic", "none") == (["You must carry your gear ."], ["Sound carries well ."])
+    assert task_texts(frame, TASKS["wic"], "prefix") == (["carry: You must carry your gear ."],
+                                                      ["Sound carries well ."])
+    assert task_texts(frame, TASKS["wic"], "none") == (["You must carry your gear ."], ["Sound carries well ."])
     frame["word_index_b"] = [9]
     with pytest.raises(InputFormatError, match="row 0 .*word_index_b=9"):
-        task_texts(frame, "wic", "brackets")
+        task_texts(frame, TASKS["wic"], "brackets")
 
 
 def test_group_by_length_batches():

@@ -1,4 +1,9 @@
-"""Hand-built study tables of a 2-layer x 2-head model "tiny", whose every number the report tests know."""
+"""Hand-built study tables of a 2-layer x 2-head model "tiny", whose every number the report tests know.
+
+The dependency and probe tables hold two treebanks: ewt, the one the report reads (``syntax_treebank``), and
+ptb (unlabelled: `all` only), whose numbers (all 0.99, probes 0.95) and input protocol (``text``) differ from
+ewt's so that a test sees at once when the report reads a row of the wrong treebank.
+"""
 
 from __future__ import annotations
 
@@ -29,6 +34,8 @@ DEPENDENCY = {
     ("case", "either", "pretrained", "train"): (0.65, "1-2", 20),
     ("case", "either", "random", "dev"): (0.12, "2-2", 20),
 }
+# ptb's rows: the relation `all` only, another accuracy, another input protocol.
+PTB_ACCURACY, PTB_UAS, PTB_INPUTS = 0.99, 0.95, "text"
 # (checkpoint, select documents, score documents) -> (accuracy of the best head, head label, mentions), every type.
 COREF_HEADS = {("pretrained", "all", "all"): (0.60, "1-2", 40), ("pretrained", "a", "b"): (0.50, "2-1", 30),
                ("pretrained", "b", "a"): (0.70, "1-2", 10), ("random", "all", "all"): (0.02, "1-1", 40),
@@ -41,11 +48,21 @@ def _csv(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-def _dependency(folder: Path, inputs: str | None) -> Path:
+def _dependency(folder: Path, inputs: str | None, treebanks: bool) -> Path:
     rows = []
-    for (relation, direction, checkpoint, select), (accuracy, label, n) in DEPENDENCY.items():
-        control = DEPENDENCY.get((relation, direction, "random", select)) if checkpoint == "pretrained" else None
-        rows.append({"model": MODEL, "checkpoint": checkpoint, "relation": relation, "paper_label": "",
+    ptb = {key: (PTB_ACCURACY, "1-1", 30) for key in DEPENDENCY if key[0] == "all"}
+    for treebank, values in (("ewt", DEPENDENCY), ("ptb", ptb if treebanks else {})):
+        rows += _dependency_rows(values, treebank if treebanks else None,
+                                 PTB_INPUTS if inputs and treebank == "ptb" else inputs)
+    return _csv(folder / "dependency_best.csv", rows)
+
+
+def _dependency_rows(values: dict, treebank: str | None, inputs: str | None) -> list[dict]:
+    rows = []
+    for (relation, direction, checkpoint, select), (accuracy, label, n) in values.items():
+        control = values.get((relation, direction, "random", select)) if checkpoint == "pretrained" else None
+        rows.append({"model": MODEL, "checkpoint": checkpoint, **({"treebank": treebank} if treebank else {}),
+                     "relation": relation, "paper_label": "",
                      "direction": direction, "select_split": select, "score_split": "dev",
                      "layer": int(label[0]) - 1, "head": int(label[-1]) - 1, "head_label": label,
                      "head_direction": "dependent_to_head", "accuracy": accuracy, "n": n, "baseline_offset": 1,
@@ -57,7 +74,7 @@ def _dependency(folder: Path, inputs: str | None) -> Path:
                      "control_accuracy": control[0] if control else None,
                      "p_vs_control": 0.034 if control else None, "ci_low": accuracy - 0.05,
                      "ci_high": accuracy + 0.05, **({"input_protocol": inputs} if inputs else {})})
-    return _csv(folder / "dependency_best.csv", rows)
+    return rows
 
 
 def _coref(folder: Path, inputs: str | None) -> Path:
@@ -76,15 +93,17 @@ def _coref(folder: Path, inputs: str | None) -> Path:
     return _csv(folder / "coref_best.csv", rows)
 
 
-def _probes(folder: Path, inputs: str | None) -> Path:
+def _probes(folder: Path, inputs: str | None, treebanks: bool) -> Path:
     rows = [("none", "right_branching", "uas", 0.3), ("none", "distance_glove", "uas", 0.5),
             ("pretrained", "attn", "uas", 0.6), ("pretrained", "attn_glove", "uas", 0.7),
             ("random", "attn", "uas", 0.1), ("random", "attn_glove", "uas", 0.2),
             ("pretrained", "mst_best_head", "uuas", 0.55)]
+    ptb = [(c, p, m, PTB_UAS) for c, p, m, _ in rows] if treebanks else []
     return _csv(folder / "probes.csv", [
-        {"model": MODEL, "checkpoint": c, "probe": p, "metric": m, "uas": v, "n": 200, "ci_low": v - 0.02,
-         "ci_high": v + 0.02, "sentences": 20, "train_sentences": 40, "epochs": 2,
-         **({"input_protocol": inputs} if inputs else {})} for c, p, m, v in rows])
+        {"model": MODEL, "checkpoint": c, **({"treebank": treebank} if treebanks else {}), "probe": p, "metric": m,
+         "uas": v, "n": 200, "ci_low": v - 0.02, "ci_high": v + 0.02, "sentences": 20, "train_sentences": 40,
+         "epochs": 2, **({"input_protocol": PTB_INPUTS if treebank == "ptb" else inputs} if inputs else {})}
+        for treebank, values in (("ewt", rows), ("ptb", ptb)) for c, p, m, v in values])
 
 
 def _surface(folder: Path) -> Path:
@@ -139,11 +158,12 @@ def _finetuning(folder: Path) -> dict[str, Path]:
 
 @pytest.fixture
 def syntax_tables(tmp_path) -> Callable[[str | None], dict[str, Path]]:
-    """inputs -> the three syntax tables with that ``input_protocol`` column (None: without the column)."""
-    def make(inputs: str | None = "words") -> dict[str, Path]:
-        folder = tmp_path / f"syntax_{inputs}"
-        return {"dependency_best": _dependency(folder, inputs), "coref_best": _coref(folder, inputs),
-                "probes": _probes(folder, inputs)}
+    """inputs -> the three syntax tables with that ``input_protocol`` column (None: without the column);
+    ``treebanks`` False: the tables as written before they had a treebank column (ewt's rows only)."""
+    def make(inputs: str | None = "words", treebanks: bool = True) -> dict[str, Path]:
+        folder = tmp_path / f"syntax_{inputs}_{treebanks}"
+        return {"dependency_best": _dependency(folder, inputs, treebanks), "coref_best": _coref(folder, inputs),
+                "probes": _probes(folder, inputs, treebanks)}
 
     return make
 
@@ -165,7 +185,8 @@ def context() -> StudyContext:
         models=(MODEL,), relations=("all", "det", "case"), select_split="train", score_split="dev",
         tasks=("cola", "sst2", "mrpc"), finetuned_tasks=("cola", "mrpc"), analysed_tasks=("cola", "sst2", "mrpc"),
         predictions={"syntactic": ["cola", "mrpc", "mnli"], "semantic": ["sst2", "qqp", "wic"]}, glove=True,
-        annotator="spacy", resamples=1000, input_protocol="words")
+        annotator="spacy", resamples=1000, input_protocol="words", syntax_treebank="ewt",
+        treebank_names={"ewt": "EWT", "ptb": "WSJ (PTB sample)"}, languages={"ewt": "en", "ptb": "en"})
 
 
 @pytest.fixture

@@ -43,7 +43,7 @@ def test_summary_page_with_and_without_fine_tuning(study, context, tmp_path, pag
     assert len(page["footnote"]) == 1
     footnote = page["footnote"][0].replace("\n", " ")
     assert footnote.startswith(
-        f"Data: A wiki segments; B-C UD English EWT (gold trees; {HEADS_NOTE}); D GUM windows (gold coreference; "
+        f"Data: A wiki segments; B-C EWT treebank (gold trees; {HEADS_NOTE}); D GUM windows (gold coreference; "
         "held out: selected on one half of the documents, scored on the other); B-C-D input: gold words joined by "
         "spaces ([C]); E-F each task's dev split; text without gold annotation tagged by spacy. Black diamonds: ")
 
@@ -67,7 +67,7 @@ def test_the_footnote_follows_the_config_and_the_tables(study, syntax_tables, co
     declared = panels()
     same_split = replace(context, select_split="dev", annotator="")
     note = data_note(declared, StudyTables(study), MODEL, same_split)
-    assert note == ("Data: A wiki segments; B-C UD English EWT (gold trees; heads selected and scored on dev, same "
+    assert note == ("Data: A wiki segments; B-C EWT treebank (gold trees; heads selected and scored on dev, same "
                     "split (dev→dev, as [C])); D GUM windows (gold coreference; held out: selected on one half of the "
                     "documents, scored on the other); B-C-D input: gold words joined by spaces ([C]); E-F each task's "
                     "dev split.")

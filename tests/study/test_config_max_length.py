@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from support.config_checks import semantic_error, with_defaults
+from support.entries import TASKS
 from support.tiny_models import save_tiny_model, write_manifest
 from workflow_scripts.models.cards import local_position_limit, position_limit
 from workflow_scripts.study.config import check_semantics
@@ -109,7 +110,8 @@ def test_finetune_job_checks_max_length_before_training(tmp_path, tiny_bert):
     from workflow_scripts.finetune.task_data import FinetuneError
 
     with pytest.raises(FinetuneError) as info:
-        finetune(model_name="tiny", task="cola", seed=1, pretrained=manifest, train_path=tmp_path / "train.parquet",
+        finetune(model_name="tiny", task=TASKS["cola"], seed=1, pretrained=manifest,
+                 train_path=tmp_path / "train.parquet",
                  dev_path=tmp_path / "dev.parquet", checkpoint_root=tmp_path / "out",
                  metrics_path=tmp_path / "metrics.json", settings=settings, threads=1, offline=False, mirror=None)
     message = str(info.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from support.config_checks import schema_error, with_defaults
+from support.config_checks import schema_error, semantic_error, with_defaults
 from workflow_scripts.study.config import check_schema, check_semantics
 
 # --- schema ---------------------------------------------------------------------------------
@@ -77,16 +77,19 @@ def test_wrong_type_names_key(config, schema, mutate, key, fragment):
     assert fragment in message
 
 
-def test_unknown_task_name(config, schema):
+def test_a_task_name_that_cannot_name_an_entry(config, schema):
     config["study"]["tasks"] = ["cola", "sts-b"]
     message = schema_error(config, schema)
-    assert "config key 'study.tasks[1]': 'sts-b' is not one of" in message
-    assert "'stsb'" in message
+    assert "config key 'study.tasks[1]': 'sts-b' does not match" in message
 
 
-def test_unknown_treebank_name(config, schema):
+def test_unknown_task_and_treebank_names_are_refused_before_any_job(config):
+    config["study"]["tasks"] = ["cola", "stsbb"]
     config["study"]["treebanks"] = ["ptb"]
-    assert "config key 'study.treebanks[0]': 'ptb' is not one of ['ewt', 'gum']" in schema_error(config, schema)
+    message = semantic_error(with_defaults(config))
+    assert "config key 'study.tasks': 'stsbb' is not defined under 'tasks' (defined: cola, mnli" in message
+    assert "add an entry 'tasks.stsbb' (docs/corpora.md)" in message
+    assert "config key 'study.treebanks': 'ptb' is not defined under 'treebanks' (defined: ewt, gum)" in message
 
 
 def test_missing_required_key(config, schema):
@@ -103,7 +106,7 @@ def test_model_with_two_sources(config, schema):
 
 def test_several_errors_are_all_reported(config, schema):
     config["offline"] = "no"
-    config["study"]["tasks"] = ["colaa"]
+    config["study"]["tasks"] = ["Cola"]
     message = schema_error(config, schema)
     assert "config key 'offline'" in message
     assert "config key 'study.tasks[0]'" in message

@@ -18,7 +18,7 @@ from snakemake.common.configfile import load_configfile
 
 from support.paths import REPO, SCHEMA_PATH
 from support.resolved_config import DEFAULT, OFFLINE_PROFILE, OVERRIDDEN, OVERRIDES, merged, resolve, typed
-from workflow_scripts.data.registry import corpus_splits, mirror_candidates
+from workflow_scripts.data.corpora import Corpora
 from workflow_scripts.study.config import load_schema, selected_corpora
 
 OFFLINE_PROFILE_DIR = REPO / "profiles" / "offline"
@@ -34,9 +34,10 @@ def test_config_overrides_resolve_as_before():
 
 def _mirror_of(config: dict[str, Any], root: Path) -> Path:
     """A mirror that holds (empty) files for every split of the study's corpora."""
+    corpora = Corpora(config)
     for corpus in selected_corpora(config):
-        for split in corpus_splits(corpus):
-            for relative in mirror_candidates(corpus, split)[0]:
+        for split in corpora.splits(corpus):
+            for relative in corpora.mirror_candidates(corpus, split)[0]:
                 (root / relative).parent.mkdir(parents=True, exist_ok=True)
                 (root / relative).touch()
     return root

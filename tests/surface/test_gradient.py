@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from support.entries import TASKS
 from support.tiny_models import write_manifest
 from workflow_scripts.attention.tokens import TOKEN_SCHEMA
 from workflow_scripts.data.tables import text_task_schema
@@ -216,7 +217,8 @@ def test_a_finetuned_checkpoint_uses_its_task_loss(tiny_bert, tmp_path, task):
     pq.write_table(dev, tmp_path / "dev.parquet")
     tokens = _token_table(tmp_path / "tokens.parquet", AutoTokenizer.from_pretrained(tiny_bert))
     frame = sep_gradient(manifest, tokens, tmp_path / "part.csv", task_data=tmp_path / "dev.parquet",
-                         max_examples=None, mask_prob=0.15, seed=0, resamples=50, bootstrap_seed=0, threads=1,
+                         task=TASKS[task].params(), max_examples=None, mask_prob=0.15, seed=0, resamples=50,
+                         bootstrap_seed=0, threads=1,
                          offline=False)
     assert (frame["loss"] == f"task:{task}").all() and (frame["n"] == 4).all()
     assert np.isfinite(frame["grad_to_sep"]).all() and (frame["grad_to_other"] > 0).all()

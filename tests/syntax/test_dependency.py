@@ -15,6 +15,7 @@ import pytest
 
 from support.dumps import write_annotation, write_single_shard_dump, write_word_index_tokens
 from support.maps import token_maps
+from workflow_scripts.core.errors import AtlasError
 from workflow_scripts.core.io import write_table
 from workflow_scripts.syntax.dependency import (
     ALL,
@@ -183,14 +184,16 @@ def test_scoring_a_dump_then_the_tables(tmp_path):
     ids, total, heads, offsets = counts.candidates(ALL, DEP_TO_HEAD)
     assert sorted(ids.tolist()) == list(range(6)) and total.sum() == 36  # 6 words, the root included
     assert heads.sum(axis=0).tolist() == [30, 18, 6, 6]  # gold head, next word, previous word, last dependent
-    parts = {("m", c, s): part for c in ("pretrained", "random") for s in ("train", "dev")}
+    parts = {("m", c, "ewt", s): part for c in ("pretrained", "random") for s in ("train", "dev")}
     summarise_dependency(parts, tmp_path / "heads.csv", tmp_path / "best.csv", relations=[ALL, "det", "case"],
                          select_split="train", score_split="dev", resamples=50, seed=0)
     heads_table = pd.read_csv(tmp_path / "heads.csv")
+    assert list(heads_table.columns[:3]) == ["model", "checkpoint", "treebank"] and set(heads_table.treebank) == {"ewt"}
     gold = heads_table[(heads_table.relation == ALL) & (heads_table.layer == 0) & (heads_table["head"] == 0)]
     assert np.allclose(gold.accuracy, 5 / 6) and (gold.n == 36).all() and gold.selected.all()
     assert set(heads_table.select_split) == {"train", "dev"} and set(heads_table.score_split) == {"dev"}
     best = pd.read_csv(tmp_path / "best.csv")
+    assert list(best.columns[:3]) == ["model", "checkpoint", "treebank"] and set(best.treebank) == {"ewt"}
     row = best[(best.relation == ALL) & (best.checkpoint == "pretrained") & (best.select_split == "train")].iloc[0]
     assert (row.layer, row["head"], row.head_label) == (0, 0, "1-1") and row.accuracy == pytest.approx(5 / 6)
     assert row.baseline_offset == 1 and row.baseline_accuracy == pytest.approx(18 / 36)
@@ -199,6 +202,101 @@ def test_scoring_a_dump_then_the_tables(tmp_path):
     case = best[(best.relation == "case") & (best.direction == EITHER) & (best.select_split == "dev")].iloc[0]
     assert case.accuracy == 1.0 and case.head_direction == DEP_TO_HEAD
     assert best[best.relation == "case"].paper_label.iloc[0].startswith("pobj")
+
+
+def _two_treebanks(tmp_path: Path) -> dict[str, Path]:
+    """ewt (labelled) and ptb (the same trees, deprel "_"), summarised; the paths of the inputs and tables.
+
+    The random-init control of ewt is a dump without the gold-head map (its best `all` head is the next-word
+    map: 18/36 = 0.5); that of ptb is the gold dump itself (5/6).
+    """
+    dump, tokens, annotation = _dependency_inputs(tmp_path)
+    maps = sentence_maps()
+    no_gold = np.array([[maps[0, 1], maps[1, 0]], [maps[1, 1], maps[0, 1]]])  # next, previous, last dep., next
+    no_gold_dump = write_single_shard_dump(tmp_path / "no_gold", {i: no_gold for i in range(6)})
+    unlabelled = write_annotation(tmp_path / "ptb.parquet", {i: (WORDS, UPOS, HEADS, ["_"] * 6) for i in range(6)})
+    ewt, ewt_random, ptb = (tmp_path / f"{name}.parquet" for name in ("ewt", "ewt_random", "ptb_part"))
+    for source, gold, part in ((dump, annotation, ewt), (no_gold_dump, annotation, ewt_random),
+                               (dump, unlabelled, ptb)):
+        score_dependency_heads(source, tokens, gold, part, max_offset=5)
+    files = {("pretrained", "ewt"): ewt, ("random", "ewt"): ewt_random, ("pretrained", "ptb"): ptb,
+             ("random", "ptb"): ptb}
+    parts = {("m", c, t, s): path for (c, t), path in files.items() for s in ("train", "dev")}
+    summarise_dependency(parts, tmp_path / "heads.csv", tmp_path / "best.csv", relations=RELATIONS,
+                         select_split="train", score_split="dev", resamples=20, seed=0,
+                         labelled={"ewt": True, "ptb": False})
+    return {"heads": tmp_path / "heads.csv", "best": tmp_path / "best.csv", "dump": dump, "tokens": tokens,
+            "ewt": annotation, "ptb": unlabelled}
+
+
+RELATIONS = [ALL, "det", "case"]
+
+
+def test_two_treebanks_one_unlabelled_each_with_its_own_relations_and_control(tmp_path, caplog):
+    """ptb has only `all`, in both tables, and no warning; each checkpoint is paired with the control of its
+    own treebank (ewt's control scores 0.5, ptb's 5/6)."""
+    with caplog.at_level("INFO", logger="workflow_scripts.syntax.dependency_selection"):
+        paths = _two_treebanks(tmp_path)
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+    assert [r.getMessage() for r in caplog.records if "unlabelled" in r.getMessage()] == [
+        "treebank ptb is unlabelled (no relation labels): only 'all' is computed"]
+    heads = pd.read_csv(paths["heads"])
+    best = pd.read_csv(paths["best"])
+    for table in (heads, best):
+        assert list(table.columns[:3]) == ["model", "checkpoint", "treebank"]
+        assert set(table[table.treebank == "ptb"].relation) == {ALL}  # the part has "_" rows too: left out
+    assert {"det", "case", "obl:tmod", "obl:*"} <= set(heads[heads.treebank == "ewt"].relation)
+    assert set(best[best.treebank == "ewt"].relation) == {ALL, "det", "case"}
+    assert list(dict.fromkeys(best.treebank)) == ["ewt", "ptb"]  # the order of the parts
+    # Scores on `all` do not depend on the labels: the gold-head map gets 5 of 6 words in either treebank.
+    held_out = best[(best.relation == ALL) & (best.select_split == "train")].set_index(["treebank", "checkpoint"])
+    assert held_out.loc[("ewt", "pretrained"), "accuracy"] == pytest.approx(5 / 6)
+    assert held_out.loc[("ptb", "pretrained"), "accuracy"] == pytest.approx(5 / 6)
+    assert held_out.loc[("ewt", "random"), "accuracy"] == pytest.approx(0.5)
+    assert held_out.loc[("ewt", "pretrained"), "control_accuracy"] == pytest.approx(0.5)
+    assert held_out.loc[("ptb", "pretrained"), "control_accuracy"] == pytest.approx(5 / 6)
+    assert (heads[(heads.treebank == "ptb") & (heads.relation == ALL)].n == 36).all()
+
+
+def test_figures_draw_one_treebank_and_name_it(tmp_path, monkeypatch):
+    from workflow_scripts.syntax import figures
+
+    drawn = []
+
+    def record(figure, png, pdf=None):
+        drawn.append((figure._suptitle.get_text(), [ax.get_title() for ax in figure.axes if ax.axison]))
+        return save(figure, png, pdf)
+
+    save = figures.save_figure
+    monkeypatch.setattr(figures, "save_figure", record)
+    paths = _two_treebanks(tmp_path)
+    common = {"model": "m", "checkpoint": "pretrained", "relations": RELATIONS, "select_split": "train",
+              "score_split": "dev"}
+    for treebank in ("ptb", "ewt"):
+        figures.dependency_heatmaps(paths["heads"], paths["best"], tmp_path / f"h_{treebank}.png", None,
+                                    treebank=treebank, **common)
+        figures.best_head_maps(paths["dump"], paths["tokens"], paths[treebank], paths["best"],
+                               tmp_path / f"m_{treebank}.png", None, treebank=treebank, example_id=None, **common)
+    (ptb_title, ptb_panels), (ptb_maps, ptb_map_panels), (ewt_title, ewt_panels), (_, ewt_map_panels) = drawn
+    assert "m / pretrained / ptb" in ptb_title and "m / pretrained / ewt" in ewt_title and "ptb" in ptb_maps
+    # ptb: `all` only (the relations param still names det and case); ewt: every relation of the config.
+    assert [t.split(" ", 1)[0] for t in ptb_panels if "(" in t] == [ALL]
+    assert [t.split(" ", 1)[0] for t in ewt_panels if "(" in t] == RELATIONS
+    assert [t.split(":", 1)[0] for t in ptb_map_panels] == [ALL]
+    assert [t.split(":", 1)[0] for t in ewt_map_panels] == RELATIONS
+    # A table written before the treebank column: every row is read.
+    old = pd.read_csv(paths["heads"]).query("treebank == 'ewt'").drop(columns="treebank")
+    old.to_csv(tmp_path / "old_heads.csv", index=False)
+    figures.dependency_heatmaps(tmp_path / "old_heads.csv", paths["best"], tmp_path / "old.png", None,
+                                treebank="ewt", **common)
+    assert [t.split(" ", 1)[0] for t in drawn[-1][1] if "(" in t] == RELATIONS
+
+
+def test_part_keys_name_the_treebank(tmp_path):
+    part = _counts_table(tmp_path / "dev.parquet", [1, 2], 4)
+    with pytest.raises(AtlasError, match="model, checkpoint, treebank, split"):
+        summarise_dependency({("m", "pretrained", "dev"): part}, tmp_path / "h.csv", tmp_path / "b.csv",
+                             relations=[ALL], select_split="dev", score_split="dev", resamples=5, seed=0)
 
 
 def _counts_table(path: Path, per_head: list[int], total: int, n_sentences: int = 4) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import torch
@@ -225,3 +226,36 @@ def test_probe_names_are_checked():
     with pytest.raises(Exception, match="unknown probe"):
         make_probe("attn_words", 4, 3)
     assert set(probes.ATTENTION_PROBES) <= set(probes.TRAINED_PROBES)
+
+
+def test_the_probes_table_has_a_row_per_treebank_each_paired_with_its_own_control(tmp_path):
+    """ewt: 2 sentences of 5 scored words, attn 7/10, its control 2/10; ptb: 3 sentences of 4 words, attn 6/12,
+    its control 12/12. A control from the other treebank could not even be paired (other sentences)."""
+    from workflow_scripts.syntax.probes.tables import summarise_probes, write_scores
+
+    scores = {("pretrained", "ewt", "attn"): ([3, 4], [5, 5]), ("random", "ewt", "attn"): ([1, 1], [5, 5]),
+              ("none", "ewt", "right_branching"): ([2, 2], [5, 5]),
+              ("pretrained", "ptb", "attn"): ([2, 2, 2], [4, 4, 4]), ("random", "ptb", "attn"): ([4, 4, 4], [4, 4, 4]),
+              ("none", "ptb", "right_branching"): ([1, 1, 1], [4, 4, 4])}
+    parts = []
+    for (checkpoint, treebank, probe), (correct, total) in scores.items():
+        path = tmp_path / f"{checkpoint}_{treebank}_{probe}.parquet"
+        write_scores(list(range(len(correct))), np.array(correct), np.array(total), path,
+                     {"probe": probe, "input_protocol": "words"})
+        parts.append(("m", checkpoint, treebank, probe, path))
+    frame = summarise_probes(parts, tmp_path / "probes.csv", resamples=20, seed=0)
+    written = pd.read_csv(tmp_path / "probes.csv")
+    assert list(written.columns[:4]) == ["model", "checkpoint", "treebank", "probe"]
+    assert list(zip(frame.treebank, frame.probe, frame.checkpoint)) == [
+        ("ewt", "right_branching", "none"), ("ewt", "attn", "pretrained"), ("ewt", "attn", "random"),
+        ("ptb", "right_branching", "none"), ("ptb", "attn", "pretrained"), ("ptb", "attn", "random")]
+    rows = frame.set_index(["treebank", "checkpoint", "probe"])
+    assert rows.loc[("ewt", "pretrained", "attn"), "uas"] == pytest.approx(0.7)
+    assert rows.loc[("ptb", "pretrained", "attn"), "uas"] == pytest.approx(0.5)
+    assert rows.loc[("ptb", "none", "right_branching"), "n"] == 12
+    assert rows.loc[("ewt", "pretrained", "attn"), "control_uas"] == pytest.approx(0.2)
+    assert rows.loc[("ptb", "pretrained", "attn"), "control_uas"] == pytest.approx(1.0)
+    assert rows.loc[("ewt", "pretrained", "attn"), "diff_vs_control"] == pytest.approx(0.5)
+    assert rows.loc[("ptb", "pretrained", "attn"), "diff_vs_control"] == pytest.approx(-0.5)
+    with pytest.raises(Exception, match="model, checkpoint, treebank, probe, path"):
+        summarise_probes([("m", "pretrained", "attn", parts[0][-1])], tmp_path / "old.csv", resamples=5, seed=0)

@@ -99,20 +99,22 @@ class SpacyAnnotator:
 class StanzaAnnotator:
     """stanza's UD pipeline (tokenize, pos, lemma, depparse) from a local model directory."""
 
-    def __init__(self, model_dir: str | None, *, download: bool = False, use_gpu: bool = False) -> None:
+    def __init__(self, model_dir: str | None, *, language: str = "en", download: bool = False,
+                 use_gpu: bool = False) -> None:
         import stanza
 
-        if model_dir and download and not (Path(model_dir) / "en").is_dir():
-            log.info("downloading stanza English models to %s", model_dir)
-            stanza.download("en", model_dir=model_dir, processors="tokenize,mwt,pos,lemma,depparse")
-        if not model_dir or not (Path(model_dir) / "en").is_dir():
+        if model_dir and download and not (Path(model_dir) / language).is_dir():
+            log.info("downloading stanza %s models to %s", language, model_dir)
+            stanza.download(language, model_dir=model_dir, processors="tokenize,mwt,pos,lemma,depparse")
+        if not model_dir or not (Path(model_dir) / language).is_dir():
             raise AtlasError(
-                f"stanza model folder {model_dir!r} holds no stanza English models "
-                "(expected an 'en' folder, made by stanza.download('en', model_dir=DIR)); put them there "
-                "(online, they are downloaded there), or annotate with spaCy, the offline UPOS-only fallback")
-        self.pipeline = stanza.Pipeline(lang="en", dir=model_dir, processors="tokenize,mwt,pos,lemma,depparse",
+                f"stanza model folder {model_dir!r} holds no stanza models of language {language!r} "
+                f"(expected a '{language}' folder, made by stanza.download('{language}', model_dir=DIR)); put them "
+                "there (online, they are downloaded there), or annotate with spaCy, the offline UPOS-only fallback")
+        # Languages without multi-word tokens have no mwt model: stanza leaves the processor out.
+        self.pipeline = stanza.Pipeline(lang=language, dir=model_dir, processors="tokenize,mwt,pos,lemma,depparse",
                                         download_method=None, use_gpu=use_gpu, logging_level="WARN")
-        self.name = f"stanza:{stanza.__version__}"
+        self.name = f"stanza:{stanza.__version__}" + ("" if language == "en" else f":{language}")
 
     def annotate(self, texts: list[str]) -> list[AnnotatedText]:
         import stanza
@@ -140,10 +142,14 @@ class StanzaAnnotator:
 
 
 def make_annotator(annotator: str, *, spacy_model: str, stanza_dir: str | None, offline: bool):
-    """The annotator named ``annotator``: 'spacy', or else 'stanza' (models from ``stanza_dir``)."""
+    """The annotator named ``annotator``: 'spacy', or else 'stanza' / 'stanza:LANG' (models from
+    ``stanza_dir``/LANG, English when no language is given)."""
     if annotator == "spacy":
         return SpacyAnnotator(spacy_model)
-    return StanzaAnnotator(stanza_dir, download=not offline)
+    tool, _, language = annotator.partition(":")
+    if tool != "stanza":
+        raise AtlasError(f"unknown annotator {annotator!r}; expected spacy, stanza or stanza:LANG")
+    return StanzaAnnotator(stanza_dir, language=language or "en", download=not offline)
 
 
 def _merge(parts: Iterable[AnnotatedText]) -> dict[str, list]:

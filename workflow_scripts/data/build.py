@@ -13,30 +13,33 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..core.errors import SourceUnavailableError
 from ..core.io import read_metadata, write_csv, write_table
 from . import glove as glove_parser
 from . import wiki as wiki_parser
+from .entries import TaskSpec, TreebankEntry
 from .fetch import download, from_public_source
 from .glue import load_glue_from_hub, parse_glue_tsv
 from .registry import (
     GLOVE_RELEASE_URL,
-    UD_RELEASE_URL,
-    UD_TREEBANKS,
     WIC_RELEASE_URL,
     describe_public_source,
     mirror_candidates,
 )
+from .task_files import load_task_from_hub, read_task_file
 from .text_files import open_text
-from .ud import mention_table, parse_conllu, treebank_table
+from .treebank_formats import read_treebank
+from .ud import mention_table, treebank_table
 from .wic import parse_wic_files, parse_wic_release_zip
 
 log = logging.getLogger(__name__)
 
 
-def _tried(mirror: str | Path | None, corpus: str, split: str) -> list[str]:
+def _tried(mirror: str | Path | None, corpus: str, split: str, candidates: list[list[str]] | None = None) -> list[str]:
     if not mirror:
         return []
-    return [f"mirror {Path(mirror) / c[0]}" for c in mirror_candidates(corpus, split)]
+    candidates = mirror_candidates(corpus, split) if candidates is None else candidates
+    return [f"mirror {Path(mirror) / c[0]}" for c in candidates]
 
 
 def _write(table: pa.Table, output: str | Path, corpus: str, split: str, source: str,
@@ -46,7 +49,8 @@ def _write(table: pa.Table, output: str | Path, corpus: str, split: str, source:
 
 
 def build_glue(task: str, split: str, mirror_files: list[Path], output: str | Path, *,
-               mirror: str | None, offline: bool) -> None:
+               mirror: str | None, offline: bool, corpus: str | None = None) -> None:
+    """A GLUE task's split (``task`` is the GLUE name; ``corpus`` the entry's name, by default the same)."""
     if mirror_files:
         table, source = parse_glue_tsv(task, mirror_files[0]), f"mirror:{mirror_files[0]}"
     else:
@@ -54,7 +58,28 @@ def build_glue(task: str, split: str, mirror_files: list[Path], output: str | Pa
         table = from_public_source(task, split, where, lambda: load_glue_from_hub(task, split),
                                    offline, mirror, _tried(mirror, task, split))
         source = where
-    _write(table, output, task, split, source)
+    _write(table, output, corpus or task, split, source)
+
+
+def build_task(spec: TaskSpec, split: str, files: list[Path], output: str | Path, *, offline: bool) -> None:
+    """A researcher's task entry: a local CSV / TSV / JSON Lines file, or a hub dataset."""
+    fields = {"entry": spec.name, "text": list(spec.text), "label": spec.label,
+              "kind": "regression" if spec.is_regression else "classification",
+              "labels": None if spec.labels is None else list(spec.labels)}
+    if spec.reader == "table":
+        if not files:
+            folder = Path(spec.source["path"])
+            missing = folder / spec.splits[split] if folder.is_dir() else folder
+            raise SourceUnavailableError(f"task entry {spec.name!r}, split {split!r}: {missing} is not a file "
+                                         f"(fix 'tasks.{spec.name}.path' or 'tasks.{spec.name}.splits.{split}')")
+        table, source = read_task_file(files[0], fmt=spec.source.get("format"), **fields), f"file:{files[0]}"
+    else:
+        hub = spec.source
+        source = f"hub dataset {hub['dataset']} ({hub.get('config')}, {spec.splits[split]})"
+        table = from_public_source(spec.name, split, source, lambda: load_task_from_hub(
+            dataset=hub["dataset"], config=hub.get("config"), revision=hub.get("revision"),
+            split=spec.splits[split], **fields), offline, None, [])
+    _write(table, output, spec.name, split, source, language=spec.language)
 
 
 def build_wic(split: str, mirror_files: list[Path], output: str | Path, *, mirror: str | None,
@@ -73,34 +98,43 @@ def build_wic(split: str, mirror_files: list[Path], output: str | Path, *, mirro
     _write(table, output, "wic", split, source)
 
 
-def _treebank_file(treebank: str, split: str, mirror_files: list[Path], *, mirror: str | None,
-                   offline: bool, download_dir: str | Path, ud_tag: str) -> tuple[Path, str]:
-    if mirror_files:
-        return mirror_files[0], f"mirror:{mirror_files[0]}"
-    repo, prefix = UD_TREEBANKS[treebank]
-    name = f"{prefix}-ud-{split}.conllu"
-    url = UD_RELEASE_URL.format(repo=repo, tag=ud_tag, file=name)
-    path = from_public_source(treebank, split, url,
-                              lambda: download(url, Path(download_dir) / ud_tag / name),
-                              offline, mirror, _tried(mirror, treebank, split))
-    return path, url
+def _treebank_files(entry: TreebankEntry, split: str, files: list[Path], *, mirror: str | None,
+                    offline: bool, download_dir: str | Path, ud_tag: str) -> tuple[list[Path], str]:
+    """The files of a treebank's split (local, or downloaded once into ``download_dir``) and their source."""
+    if files:
+        origin = "file" if entry.source == "path" else "mirror"
+        if len(files) == 1:
+            return files, f"{origin}:{files[0]}"
+        return files, f"{origin}:{files[0].parent} ({len(files)} files, {files[0].name} .. {files[-1].name})"
+    if entry.source == "path":
+        raise SourceUnavailableError(
+            f"treebank entry {entry.name!r}, split {split!r}: no file in {entry.location} matches "
+            f"{', '.join(entry.splits[split])} (fix 'treebanks.{entry.name}.splits.{split}')")
+    urls = entry.urls(split, ud_tag)
+    folder = Path(download_dir) / (entry.release or ud_tag if entry.source == "ud" else entry.name)
+    tried = _tried(mirror, entry.name, split, entry.mirror_candidates(split))
+    paths = [from_public_source(entry.name, split, url, lambda url=url: download(url, folder / url.rsplit("/", 1)[1]),
+                                offline, mirror, tried) for url in urls]
+    return paths, ", ".join(urls)
 
 
-def build_treebank(treebank: str, split: str, mirror_files: list[Path], output: str | Path, *,
+def build_treebank(entry: TreebankEntry, split: str, files: list[Path], output: str | Path, *,
                    mirror: str | None, offline: bool, download_dir: str | Path, ud_tag: str) -> None:
-    path, source = _treebank_file(treebank, split, mirror_files, mirror=mirror, offline=offline,
-                                  download_dir=download_dir, ud_tag=ud_tag)
-    sentences = parse_conllu(path)
-    _write(treebank_table(sentences), output, treebank, split, source,
-           n_words=sum(len(s.words) for s in sentences))
+    paths, source = _treebank_files(entry, split, files, mirror=mirror, offline=offline,
+                                    download_dir=download_dir, ud_tag=ud_tag)
+    sentences = read_treebank(paths, entry.format, tagset=entry.tagset)
+    _write(treebank_table(sentences), output, entry.name, split, source,
+           n_words=sum(len(s.words) for s in sentences), language=entry.language, format=entry.format,
+           labelled=entry.labelled)
 
 
-def build_mentions(treebank: str, split: str, mirror_files: list[Path], output: str | Path, *,
+def build_mentions(entry: TreebankEntry, split: str, files: list[Path], output: str | Path, *,
                    mirror: str | None, offline: bool, download_dir: str | Path, ud_tag: str) -> None:
-    path, source = _treebank_file(treebank, split, mirror_files, mirror=mirror, offline=offline,
-                                  download_dir=download_dir, ud_tag=ud_tag)
-    table = mention_table(parse_conllu(path), path)
-    _write(table, output, f"{treebank}_mentions", split, source,
+    paths, source = _treebank_files(entry, split, files, mirror=mirror, offline=offline,
+                                    download_dir=download_dir, ud_tag=ud_tag)
+    sentences = read_treebank(paths, entry.format, tagset=entry.tagset)
+    table = mention_table(sentences, paths[0] if len(paths) == 1 else entry.location)
+    _write(table, output, f"{entry.name}_mentions", split, source,
            n_entities=len({(d, e) for d, e in zip(table["doc_id"].to_pylist(), table["entity"].to_pylist())}))
 
 
@@ -145,9 +179,10 @@ def summarize(tables: list[str | Path], output: str | Path) -> pd.DataFrame:
         parquet = pq.ParquetFile(path)
         record = {"corpus": meta.get("corpus"), "split": meta.get("split"),
                   "rows": parquet.metadata.num_rows, "words": meta.get("n_words"),
-                  "source": meta.get("source"), "path": str(path)}
+                  "source": meta.get("source"), "language": meta.get("language", "en"), "path": str(path)}
         records.append(record)
-    frame = pd.DataFrame.from_records(records, columns=["corpus", "split", "rows", "words", "source", "path"])
+    frame = pd.DataFrame.from_records(records, columns=["corpus", "split", "rows", "words", "source", "language",
+                                                         "path"])
     frame["words"] = frame["words"].astype("Int64")
     write_csv(frame, output)
     return frame

@@ -64,40 +64,25 @@ GLUE_TASKS: dict[str, GlueTask] = {
     ]
 }
 
-WIC_SPLITS = ("train", "dev", "test")
 WIC_LABELS = ("F", "T")
 
-UD_TREEBANKS: dict[str, tuple[str, str]] = {
-    # corpus: (repository / mirror folder, file prefix)
-    "ewt": ("UD_English-EWT", "en_ewt"),
-    "gum": ("UD_English-GUM", "en_gum"),
+# GLUE's metrics per task, main metric first (METHODS 3); every other GLUE task and WiC: accuracy.
+GLUE_METRICS: dict[str, tuple[str, ...]] = {
+    "cola": ("matthews_corr",),
+    "mrpc": ("f1", "accuracy"),
+    "qqp": ("f1", "accuracy"),
+    "stsb": ("pearson", "spearman"),
 }
-UD_SPLITS = ("train", "dev", "test")
-
-TASKS: tuple[str, ...] = (*GLUE_TASKS, "wic")
-
-
-def corpus_splits(corpus: str) -> tuple[str, ...]:
-    """All splits a corpus has, whatever the source."""
-    if corpus in GLUE_TASKS:
-        return tuple(GLUE_TASKS[corpus].splits)
-    if corpus == "wic":
-        return WIC_SPLITS
-    if corpus in UD_TREEBANKS:
-        return UD_SPLITS
-    if corpus == "wiki":
-        return ("segments",)
-    if corpus == "glove":
-        return ("vectors",)
-    raise KeyError(f"unknown corpus {corpus!r}; known: {', '.join(all_corpora())}")
-
-
-def all_corpora() -> tuple[str, ...]:
-    return (*GLUE_TASKS, "wic", *UD_TREEBANKS, "wiki", "glove")
+# Task names as the papers print them (figures and the report use them).
+TASK_DISPLAY_NAMES = {"cola": "CoLA", "sst2": "SST-2", "mrpc": "MRPC", "qqp": "QQP", "stsb": "STS-B", "mnli": "MNLI",
+                      "qnli": "QNLI", "rte": "RTE", "wnli": "WNLI", "wic": "WiC"}
+# Corpora that are not config entries: the surface analyses' Wikipedia segments and the probes' GloVe.
+FIXED_CORPORA = {"wiki": ("segments",), "glove": ("vectors",)}
 
 
 def mirror_candidates(corpus: str, split: str) -> list[list[str]]:
-    """Mirror-relative file sets that can provide ``corpus``/``split``, best first.
+    """Mirror-relative file sets that can provide a built-in ``corpus``/``split``, best first: ``corpus``
+    is a GLUE task's name, 'wic', 'wiki' or 'glove' (a treebank's are :meth:`TreebankEntry.mirror_candidates`).
 
     Each candidate is a list because some splits need several files (WiC's data
     and gold files).
@@ -111,9 +96,6 @@ def mirror_candidates(corpus: str, split: str) -> list[list[str]]:
         return [[f"{folder}/{name}"] for name in names]
     if corpus == "wic":
         return [[f"wic/{split}/{split}.data.txt", f"wic/{split}/{split}.gold.txt"]]
-    if corpus in UD_TREEBANKS:
-        repo, prefix = UD_TREEBANKS[corpus]
-        return [[f"ud/{repo}/{prefix}-ud-{split}.conllu"]]
     if corpus == "wiki":
         return [["wikitext-103-raw/wiki.train.raw"], ["wikitext-2-raw/wiki.train.raw"],
                 ["wikitext-2-raw/wiki.test.raw"]]
@@ -122,33 +104,27 @@ def mirror_candidates(corpus: str, split: str) -> list[list[str]]:
     raise KeyError(f"unknown corpus {corpus!r}")
 
 
-def find_in_mirror(mirror: str | Path | None, corpus: str, split: str) -> list[Path]:
-    """The mirror files for ``corpus``/``split``, or [] when there is no mirror or no match."""
+def find_in_mirror(mirror: str | Path | None, corpus: str, split: str,
+                   candidates: list[list[str]] | None = None) -> list[Path]:
+    """The mirror files for ``corpus``/``split`` (or of the given candidate file sets), or [] when there
+    is no mirror or no match."""
     if not mirror:
         return []
     root = Path(mirror)
-    for candidate in mirror_candidates(corpus, split):
+    for candidate in mirror_candidates(corpus, split) if candidates is None else candidates:
         paths = [root / rel for rel in candidate]
         if all(p.is_file() for p in paths):
             return paths
     return []
 
 
-def describe_public_source(corpus: str, split: str, *, ud_tag: str | None = None,
-                           wiki_hub: tuple[str, str, str] | None = None) -> str:
-    """Human-readable name of the public place a split is downloaded from.
-
-    A UD treebank needs its release tag ``ud_tag``; wiki needs its hub (dataset, config, split).
-    """
+def describe_public_source(corpus: str, split: str, *, wiki_hub: tuple[str, str, str] | None = None) -> str:
+    """Human-readable name of the public place a built-in split is downloaded from (by GLUE task name,
+    'wic', 'wiki' or 'glove'); wiki needs its hub (dataset, config, split)."""
     if corpus in GLUE_TASKS:
         return f"hub dataset {GLUE_HUB_DATASET} ({corpus}, {GLUE_TASKS[corpus].splits[split]})"
     if corpus == "wic":
         return WIC_RELEASE_URL
-    if corpus in UD_TREEBANKS:
-        if ud_tag is None:
-            raise ValueError(f"corpus {corpus!r}: the UD release tag (ud_tag) is needed to name its source")
-        repo, prefix = UD_TREEBANKS[corpus]
-        return UD_RELEASE_URL.format(repo=repo, tag=ud_tag, file=f"{prefix}-ud-{split}.conllu")
     if corpus == "wiki":
         if wiki_hub is None:
             raise ValueError("corpus 'wiki': its hub (dataset, config, split) is needed to name its source")

@@ -150,14 +150,14 @@ def build_windows(sentences: pd.DataFrame, mentions: pd.DataFrame, max_words: in
 
 
 def write_windows(sentences_path: str | Path, mentions_path: str | Path, output: str | Path,
-                  mentions_output: str | Path, *, max_words: int) -> dict[str, Any]:
+                  mentions_output: str | Path, *, max_words: int, corpus: str = "gumwin") -> dict[str, Any]:
     sentences = pq.read_table(sentences_path).to_pandas()
     mentions = pq.read_table(mentions_path).to_pandas()
     table, mention_table, stats = build_windows(sentences, mentions, max_words)
-    log.info("GUM windows: %s", stats)
+    log.info("%s windows: %s", corpus, stats)
     if stats["oversized_windows"]:
         log.warning("%d sentences are longer than %d words and form oversized windows of their own",
                     stats["oversized_windows"], max_words)
-    write_table(table, output, {"corpus": "gumwin", "source": str(sentences_path), **stats})
-    write_table(mention_table, mentions_output, {"corpus": "gumwin", "source": str(mentions_path), **stats})
+    write_table(table, output, {"corpus": corpus, "source": str(sentences_path), **stats})
+    write_table(mention_table, mentions_output, {"corpus": corpus, "source": str(mentions_path), **stats})
     return stats

@@ -16,6 +16,8 @@ from typing import Any
 from ..core.io import setup_logging
 
 ENTRY_POINTS: dict[str, Callable[[Any], None]] = {}
+# Rules made one per config entry (finetune_{task}): their names are known only from the config.
+PREFIX_ENTRY_POINTS: dict[str, Callable[[Any], None]] = {}
 
 
 def entry_point(rule: str) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
@@ -23,6 +25,23 @@ def entry_point(rule: str) -> Callable[[Callable[[Any], None]], Callable[[Any], 
         ENTRY_POINTS[rule] = function
         return function
     return register
+
+
+def entry_point_prefix(prefix: str) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
+    """Register a function for every rule whose name starts with ``prefix`` (and has no exact entry point)."""
+    def register(function: Callable[[Any], None]) -> Callable[[Any], None]:
+        PREFIX_ENTRY_POINTS[prefix] = function
+        return function
+    return register
+
+
+def find_entry_point(rule: str) -> Callable[[Any], None]:
+    if rule in ENTRY_POINTS:
+        return ENTRY_POINTS[rule]
+    for prefix, function in PREFIX_ENTRY_POINTS.items():
+        if rule.startswith(prefix):
+            return function
+    raise KeyError(f"rule {rule!r} has no entry point in workflow_scripts.entrypoints")
 
 
 def run(smk: Any) -> None:
@@ -33,10 +52,7 @@ def run(smk: Any) -> None:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["HF_DATASETS_OFFLINE"] = "1"
     _import_all()
-    try:
-        function = ENTRY_POINTS[smk.rule]
-    except KeyError:
-        raise KeyError(f"rule {smk.rule!r} has no entry point in workflow_scripts.entrypoints") from None
+    function = find_entry_point(smk.rule)
     log.info("rule %s: start (threads=%s)", smk.rule, smk.threads)
     try:
         function(smk)

@@ -9,8 +9,8 @@ from . import entry_point
 
 
 def _mirror_files(smk: Any) -> list[Path]:
-    """The mirror files a data rule was given as input (none when it downloads)."""
-    files = getattr(smk.input, "mirror", [])
+    """The local files a data rule was given as input (the mirror's or the entry's; none when it downloads)."""
+    files = getattr(smk.input, "mirror", None) or getattr(smk.input, "files", [])
     return [Path(files)] if isinstance(files, str) else [Path(p) for p in files]
 
 
@@ -18,8 +18,17 @@ def _mirror_files(smk: Any) -> list[Path]:
 def glue_table(smk: Any) -> None:
     from ..data.build import build_glue
 
-    build_glue(smk.wildcards.task, smk.wildcards.split, _mirror_files(smk), smk.output[0],
-               mirror=smk.params.mirror, offline=smk.params.offline)
+    build_glue(smk.params.glue_task, smk.wildcards.split, _mirror_files(smk), smk.output[0],
+               mirror=smk.params.mirror, offline=smk.params.offline, corpus=smk.wildcards.task)
+
+
+@entry_point("task_table")
+def task_table(smk: Any) -> None:
+    from ..data.build import build_task
+    from ..data.entries import TaskSpec
+
+    build_task(TaskSpec.from_params(dict(smk.params.task)), smk.wildcards.split, _mirror_files(smk), smk.output[0],
+               offline=smk.params.offline)
 
 
 @entry_point("wic_table")
@@ -33,8 +42,10 @@ def wic_table(smk: Any) -> None:
 @entry_point("treebank_table")
 def treebank_table(smk: Any) -> None:
     from ..data.build import build_treebank
+    from ..data.entries import TreebankEntry
 
-    build_treebank(smk.wildcards.treebank, smk.wildcards.split, _mirror_files(smk), smk.output[0],
+    build_treebank(TreebankEntry.from_params(dict(smk.params.treebank)), smk.wildcards.split, _mirror_files(smk),
+                   smk.output[0],
                    mirror=smk.params.mirror, offline=smk.params.offline,
                    download_dir=smk.params.downloads, ud_tag=smk.params.ud_release)
 
@@ -42,8 +53,10 @@ def treebank_table(smk: Any) -> None:
 @entry_point("coreference_mentions")
 def coreference_mentions(smk: Any) -> None:
     from ..data.build import build_mentions
+    from ..data.entries import TreebankEntry
 
-    build_mentions(smk.wildcards.treebank, smk.wildcards.split, _mirror_files(smk), smk.output[0],
+    build_mentions(TreebankEntry.from_params(dict(smk.params.treebank)), smk.wildcards.split, _mirror_files(smk),
+                   smk.output[0],
                    mirror=smk.params.mirror, offline=smk.params.offline,
                    download_dir=smk.params.downloads, ud_tag=smk.params.ud_release)
 

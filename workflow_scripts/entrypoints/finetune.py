@@ -1,7 +1,8 @@
 """Entry points of the fine-tuning stage (rules/finetune.smk).
 
 rules/finetune.smk has one rule per task, ``finetune_{task}`` (each with its own outputs and
-settings); they all run :func:`finetune`, with the task in ``params.task``.
+settings); they all run :func:`finetune` (registered for the prefix ``finetune_``), with the task's
+entry in ``params.task``.
 """
 
 from __future__ import annotations
@@ -9,23 +10,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..data.registry import TASKS
-from . import entry_point
+from . import entry_point, entry_point_prefix
 
 
+@entry_point_prefix("finetune_")
 def finetune(smk: Any) -> None:
+    from ..data.entries import TaskSpec
     from ..finetune.training import finetune as run_finetune
 
-    run_finetune(model_name=smk.wildcards.model, task=smk.params.task, seed=int(smk.wildcards.seed),
+    run_finetune(model_name=smk.wildcards.model, task=TaskSpec.from_params(dict(smk.params.task)),
+                 seed=int(smk.wildcards.seed),
                  pretrained=smk.input.pretrained, train_path=smk.input.train, dev_path=smk.input.dev,
                  # {RESULTS}/checkpoints/{model}: the final checkpoint's folder is one level below.
                  checkpoint_root=Path(smk.output.final).parent.parent, metrics_path=smk.output.metrics,
                  settings=dict(smk.params.settings), threads=smk.threads, offline=smk.params.offline,
                  mirror=smk.params.mirror)
-
-
-for _task in TASKS:
-    entry_point(f"finetune_{_task}")(finetune)
 
 
 @entry_point("finetune_metrics_table")

@@ -24,7 +24,7 @@ def sep_gradient_part(smk: Any) -> None:
 
     p = smk.params
     sep_gradient(smk.input.checkpoint, smk.input.tokens, smk.output[0],
-                 task_data=smk.input.get("task_data"), max_examples=p.examples, mask_prob=p.mask_prob,
+                 task_data=smk.input.get("task_data"), task=p.task, max_examples=p.examples, mask_prob=p.mask_prob,
                  seed=p.seed, resamples=p.resamples, bootstrap_seed=p.bootstrap_seed, threads=smk.threads,
                  offline=p.offline, data_name=f"{p.corpus}/{p.split}")
 

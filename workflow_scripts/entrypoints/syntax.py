@@ -7,12 +7,13 @@ from typing import Any
 from . import entry_point
 
 
-@entry_point("gum_windows")
-def gum_windows(smk: Any) -> None:
+@entry_point("coref_windows")
+def coref_windows(smk: Any) -> None:
+    """The coreference treebank's documents cut into windows (corpus ``smk.params.corpus``, gumwin by default)."""
     from ..data.windows import write_windows
 
     write_windows(smk.input.sentences, smk.input.mentions, smk.output.data, smk.output.mentions,
-                  max_words=smk.params.window_words)
+                  max_words=smk.params.window_words, corpus=smk.params.corpus)
 
 
 @entry_point("dependency_scores")
@@ -29,10 +30,11 @@ def dependency_scores(smk: Any) -> None:
 def dependency_tables(smk: Any) -> None:
     from ..syntax.dependency_selection import summarise_dependency
 
-    parts = dict(zip(smk.params.part_keys, smk.input.parts))
+    # part_keys: (model, checkpoint, treebank, split), one per part; labelled: treebank -> has relation labels
+    parts = dict(zip(map(tuple, smk.params.part_keys), smk.input.parts))
     summarise_dependency(parts, smk.output.heads, smk.output.best, relations=smk.params.relations,
                          select_split=smk.params.select_split, score_split=smk.params.score_split,
-                         resamples=smk.params.resamples, seed=smk.params.seed)
+                         resamples=smk.params.resamples, seed=smk.params.seed, labelled=smk.params.labelled)
 
 
 @entry_point("coreference_scores")
@@ -98,6 +100,7 @@ def probe_mst(smk: Any) -> None:
 def probes_table(smk: Any) -> None:
     from ..syntax.probes.tables import summarise_probes
 
+    # part_keys: (model, checkpoint or 'none', treebank, probe), one per part
     parts = [(*key, path) for key, path in zip(smk.params.part_keys, smk.input.parts)]
     summarise_probes(parts, smk.output[0], resamples=smk.params.resamples, seed=smk.params.seed)
 
@@ -107,8 +110,8 @@ def dependency_heatmaps(smk: Any) -> None:
     from ..syntax.figures import dependency_heatmaps as draw
 
     draw(smk.input.heads, smk.input.best, smk.output.png, smk.output.pdf, model=smk.wildcards.model,
-         checkpoint=smk.wildcards.checkpoint, relations=smk.params.relations, select_split=smk.params.select_split,
-         score_split=smk.params.score_split)
+         checkpoint=smk.wildcards.checkpoint, treebank=smk.wildcards.treebank, relations=smk.params.relations,
+         select_split=smk.params.select_split, score_split=smk.params.score_split)
 
 
 @entry_point("best_head_maps")
@@ -119,5 +122,5 @@ def best_head_maps(smk: Any) -> None:
 
     draw(Path(smk.input.dump).parent, smk.input.tokens, smk.input.annotation, smk.input.best, smk.output.png,
          smk.output.pdf, model=smk.wildcards.model, checkpoint=smk.wildcards.checkpoint,
-         relations=smk.params.relations, select_split=smk.params.select_split, score_split=smk.params.score_split,
-         example_id=smk.params.example_id)
+         treebank=smk.wildcards.treebank, relations=smk.params.relations, select_split=smk.params.select_split,
+         score_split=smk.params.score_split, example_id=smk.params.example_id)

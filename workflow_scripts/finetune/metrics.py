@@ -18,24 +18,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-# Which metrics each task reports, main metric first.
-TASK_METRICS: dict[str, tuple[str, ...]] = {
-    "cola": ("matthews_corr",),
-    "mrpc": ("f1", "accuracy"),
-    "qqp": ("f1", "accuracy"),
-    "stsb": ("pearson", "spearman"),
-}
-DEFAULT_METRICS: tuple[str, ...] = ("accuracy",)
-
-
-def task_metrics(task: str) -> tuple[str, ...]:
-    """The GLUE metrics of ``task``, its main metric first."""
-    return TASK_METRICS.get(task, DEFAULT_METRICS)
-
-
-def main_metric(task: str) -> str:
-    return task_metrics(task)[0]
-
 
 def _pair(predictions: Sequence, labels: Sequence) -> tuple[np.ndarray, np.ndarray]:
     pred, gold = np.asarray(predictions), np.asarray(labels)
@@ -119,25 +101,26 @@ METRIC_FUNCTIONS = {
 }
 
 
-def glue_metrics(task: str, predictions: Sequence, labels: Sequence) -> dict[str, float]:
-    """Every GLUE metric of ``task``: class ids (or STS-B scores) against the gold labels."""
-    return {name: METRIC_FUNCTIONS[name](predictions, labels) for name in task_metrics(task)}
+def task_scores(metrics: Sequence[str], predictions: Sequence, labels: Sequence) -> dict[str, float]:
+    """Every metric of a task (its entry's ``metrics``): class ids (or scores) against the gold labels."""
+    return {name: METRIC_FUNCTIONS[name](predictions, labels) for name in metrics}
 
 
-def majority_baseline(task: str, labels: Sequence, train_labels: Sequence | None = None) -> dict[str, float]:
+def majority_baseline(metrics: Sequence[str], regression: bool, labels: Sequence,
+                      train_labels: Sequence | None = None) -> dict[str, float]:
     """Metrics of a constant predictor on ``labels``: the most frequent class.
 
     The class is the most frequent one of ``train_labels`` when given (what a trivial
     classifier would learn), else of ``labels`` themselves (the dev majority, the usual
-    reference); ties go to the smaller class id. For STS-B the constant is the mean score,
+    reference); ties go to the smaller class id. For a regression task (STS-B) the constant is the mean score,
     whose correlations are undefined (NaN).
     """
     gold = np.asarray(labels)
-    if task == "stsb":
+    if regression:
         source = np.asarray(train_labels if train_labels is not None else gold, dtype=np.float64)
         constant = np.full(gold.shape, source.mean())
     else:
         classes, counts = np.unique(np.asarray(train_labels if train_labels is not None else gold),
                                     return_counts=True)
         constant = np.full(gold.shape, classes[np.argmax(counts)])
-    return glue_metrics(task, constant, gold)
+    return task_scores(metrics, constant, gold)

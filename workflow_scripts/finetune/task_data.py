@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import AtlasError, InputFormatError
-from .tasks import SINGLE_SENTENCE_TASKS, WIC_MARKINGS, label_names, mirror_files
+from ..data.entries import TaskSpec
+from .tasks import WIC_MARKINGS
 
 SUBSET_SEED = 0  # the capped subset of a split is the same for every training seed
 MEGABATCH = 50  # group_by_length sorts chunks of this many batches by length (as transformers' Trainer)
@@ -27,38 +28,42 @@ class FinetuneError(AtlasError):
 
 
 def missing_split_error(task: str, split: str, path: str | Path, mirror: str | Path | None) -> FinetuneError:
-    """The error for a split that is not there, naming the table and the mirror files looked for."""
+    """The error for a split that is not there, naming the table and the mirror looked in."""
     message = f"task {task!r}: its {split} split is missing: there is no data table {path}"
     if mirror:
-        message += f", and the mirror {mirror} holds no {mirror_files(task, split, mirror)}"
+        message += f" (mirror: {mirror})"
     fix = f"build the table with the data rules (snakemake {path}) or from a mirror that holds the split"
     return FinetuneError(f"{message} ({fix})")
 
 
-def load_split(path: str | Path, task: str, split: str, *, mirror: str | Path | None = None) -> pd.DataFrame:
+def load_split(path: str | Path, spec: TaskSpec, split: str, *, mirror: str | Path | None = None) -> pd.DataFrame:
     """Read a task's data table and check its columns and labels (row numbers on error)."""
     path = Path(path)
+    task = spec.name
     if not path.is_file():
         raise missing_split_error(task, split, path, mirror)
     frame = pd.read_parquet(path)
-    needed = ["text_a", "label"] + (["text_b"] if task not in SINGLE_SENTENCE_TASKS else [])
-    if task == "wic":
+    needed = ["text_a", "label"] + (["text_b"] if spec.is_pair else [])
+    if spec.reader == "wic":
         needed += ["word", "word_index_a", "word_index_b"]
     missing = [c for c in needed if c not in frame.columns]
     if missing:
         raise InputFormatError(path, None, f"columns {missing} are missing (task {task!r} needs {needed})",
                                "rebuild the table with the data rules")
-    check_labels(frame, task, path)
+    check_labels(frame, spec, path)
     return frame.reset_index(drop=True)
 
 
-def check_labels(frame: pd.DataFrame, task: str, path: str | Path = "<table>") -> None:
+def check_labels(frame: pd.DataFrame, spec: TaskSpec, path: str | Path = "<table>") -> None:
     """Reject NaN labels and labels outside the task's label set, naming the first bad row."""
-    names = label_names(task)
+    task, names = spec.name, spec.labels
     values = pd.to_numeric(frame["label"], errors="coerce").to_numpy(dtype=np.float64)
-    if names is None:  # STS-B: similarity scores in [0, 5]
+    if names is None and spec.reader == "glue":  # STS-B: similarity scores in [0, 5]
         bad = ~np.isfinite(values) | (values < 0) | (values > 5)
         allowed = "a similarity score in [0, 5]"
+    elif names is None:
+        bad = ~np.isfinite(values)
+        allowed = "a finite number"
     else:
         bad = ~np.isfinite(values) | (values != np.round(values)) | (values < 0) | (values >= len(names))
         allowed = "one of " + ", ".join(f"{i} ({n})" for i, n in enumerate(names))
@@ -98,17 +103,17 @@ def mark_wic(text: str, index: int, marking: str, *, row: int, column: str, path
     return " ".join(words)
 
 
-def task_texts(frame: pd.DataFrame, task: str, wic_marking: str | None = None,
+def task_texts(frame: pd.DataFrame, spec: TaskSpec, wic_marking: str | None = None,
                path: Any = "<table>") -> tuple[list[str], list[str] | None]:
     """The model inputs of a table: sentences, or sentence pairs (WiC: target word marked).
 
     ``wic_marking`` (one of WIC_MARKINGS) is needed for WiC only; other tasks ignore it.
     """
     texts_a = frame["text_a"].astype(str).tolist()
-    if task in SINGLE_SENTENCE_TASKS:
+    if not spec.is_pair:
         return texts_a, None
     texts_b = frame["text_b"].astype(str).tolist()
-    if task == "wic":
+    if spec.reader == "wic":
         # Checked here although the config schema allows only these: any other value would
         # silently leave the target word unmarked.
         if wic_marking not in WIC_MARKINGS:
@@ -174,13 +179,13 @@ def epoch_batches(lengths: np.ndarray, batch_size: int, generator: Any, group_by
 class TaskData:
     """One split of a task, tokenized: token ids, labels and the count of truncated inputs."""
 
-    def __init__(self, frame: pd.DataFrame, task: str, tokenizer: Any, settings: dict[str, Any], path: Any):
-        self.task = task
+    def __init__(self, frame: pd.DataFrame, spec: TaskSpec, tokenizer: Any, settings: dict[str, Any], path: Any):
+        self.spec = spec
         # Settings of a task other than WiC carry no wic_marking (tasks.task_settings drops it).
-        texts_a, texts_b = task_texts(frame, task, settings.get("wic_marking"), path)
+        texts_a, texts_b = task_texts(frame, spec, settings.get("wic_marking"), path)
         self.input_ids, self.type_ids, self.n_truncated = encode(tokenizer, texts_a, texts_b,
                                                                  settings["max_length"])
-        dtype = np.float32 if label_names(task) is None else np.int64
+        dtype = np.float32 if spec.is_regression else np.int64
         self.labels = frame["label"].to_numpy().astype(dtype)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         # Models without segment embeddings (RoBERTa, DistilBERT) take no token_type_ids.

@@ -29,11 +29,12 @@ from typing import Any
 import numpy as np
 
 from ..core.io import write_json
+from ..data.entries import TaskSpec
 from ..models.cards import length_excess, position_limit
 from ..models.checkpoints import MANIFEST, read_manifest, write_manifest
-from .metrics import glue_metrics, main_metric, majority_baseline
+from .metrics import majority_baseline, task_scores
 from .task_data import FinetuneError, TaskData, epoch_batches, load_split, subset
-from .tasks import checkpoint_name, dev_split, label_names
+from .tasks import checkpoint_name
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ def predict(model: Any, data: TaskData, batch_size: int, device: str) -> np.ndar
 
 
 def evaluate(model: Any, data: TaskData, batch_size: int, device: str) -> dict[str, float]:
-    return glue_metrics(data.task, predict(model, data, batch_size, device), data.labels)
+    return task_scores(data.spec.metrics, predict(model, data, batch_size, device), data.labels)
 
 
 def save_checkpoint(model: Any, tokenizer: Any, directory: Path, *, model_name: str, name: str,
@@ -115,10 +116,11 @@ def _is_oom(exc: BaseException) -> bool:
     return isinstance(exc, oom) or (isinstance(exc, RuntimeError) and "out of memory" in str(exc))
 
 
-def finetune(*, model_name: str, task: str, seed: int, pretrained: str | Path, train_path: str | Path,
+def finetune(*, model_name: str, task: TaskSpec, seed: int, pretrained: str | Path, train_path: str | Path,
              dev_path: str | Path, checkpoint_root: str | Path, metrics_path: str | Path,
              settings: dict[str, Any], threads: int, offline: bool, mirror: str | Path | None) -> dict[str, Any]:
-    """Fine-tune ``model_name`` on ``task`` with ``seed``; save checkpoints and the metrics JSON.
+    """Fine-tune ``model_name`` on ``task`` (its entry, :class:`TaskSpec`) with ``seed``; save checkpoints and
+    the metrics JSON.
 
     ``pretrained`` is the model's pretrained ``checkpoint.json``; checkpoints go to
     ``checkpoint_root/{task}.seed{seed}.step{K}`` and ``.../{task}.seed{seed}.final``.
@@ -134,7 +136,7 @@ def finetune(*, model_name: str, task: str, seed: int, pretrained: str | Path, t
                          mirror=mirror, device=device, started=(started, cpu_started))
     except Exception as exc:
         if device == "cuda" and _is_oom(exc):
-            raise _oom_error(exc, task, settings) from exc
+            raise _oom_error(exc, task.name, settings) from exc
         raise
 
 
@@ -148,8 +150,9 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
         get_linear_schedule_with_warmup,
     )
 
-    train_frame = load_split(train_path, task, "train", mirror=mirror)
-    dev_frame = load_split(dev_path, task, dev_split(task), mirror=mirror)
+    spec, task = task, task.name
+    train_frame = load_split(train_path, spec, "train", mirror=mirror)
+    dev_frame = load_split(dev_path, spec, spec.dev_split, mirror=mirror)
     n_train_available, n_dev_available = len(train_frame), len(dev_frame)
     train_frame = subset(train_frame, settings["max_train_examples"])
     dev_frame = subset(dev_frame, settings["max_dev_examples"])
@@ -158,11 +161,11 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
     load_kwargs: dict[str, Any] = {"local_files_only": offline}
     if manifest.get("revision"):
         load_kwargs["revision"] = manifest["revision"]
-    names = label_names(task)
+    names = spec.labels
     head: dict[str, Any] = ({"num_labels": 1, "problem_type": "regression"} if names is None else
                             {"num_labels": len(names), "problem_type": "single_label_classification",
-                             "id2label": dict(enumerate(names)),
-                             "label2id": {n: i for i, n in enumerate(names)}})
+                             "id2label": {i: str(n) for i, n in enumerate(names)},
+                             "label2id": {str(n): i for i, n in enumerate(names)}})
     tokenizer = AutoTokenizer.from_pretrained(manifest["load_from"], **load_kwargs)
     # The head is initialised from the seed (make_deterministic seeded the global generator).
     model = AutoModelForSequenceClassification.from_pretrained(manifest["load_from"], **head, **load_kwargs)
@@ -175,8 +178,8 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
     model.to(device)
     model.train()
 
-    train = TaskData(train_frame, task, tokenizer, settings, train_path)
-    dev = TaskData(dev_frame, task, tokenizer, settings, dev_path)
+    train = TaskData(train_frame, spec, tokenizer, settings, train_path)
+    dev = TaskData(dev_frame, spec, tokenizer, settings, dev_path)
     batch_size = int(settings["batch_size"])
     steps_per_epoch = math.ceil(len(train) / batch_size)
     total_steps = steps_per_epoch * int(settings["epochs"])
@@ -206,7 +209,7 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
     scheduler = get_linear_schedule_with_warmup(optimizer, warmup_steps, total_steps)
     generator = torch.Generator().manual_seed(seed)
 
-    majority = majority_baseline(task, dev.labels)
+    majority = majority_baseline(spec.metrics, spec.is_regression, dev.labels)
     record: dict[str, Any] = {
         "model": model_name, "task": task, "seed": seed, "settings": settings, "device": device,
         "threads": threads, "torch": torch.__version__, "transformers": transformers.__version__,
@@ -214,7 +217,7 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
         "n_train": len(train), "n_train_available": n_train_available, "n_dev": len(dev),
         "n_dev_available": n_dev_available, "n_truncated_train": train.n_truncated,
         "n_truncated_dev": dev.n_truncated, "steps_per_epoch": steps_per_epoch, "total_steps": total_steps,
-        "warmup_steps": warmup_steps, "main_metric": main_metric(task), "majority_baseline": majority,
+        "warmup_steps": warmup_steps, "main_metric": spec.main_metric, "majority_baseline": majority,
         "evaluations": [], "epoch_loss": [],
     }
 

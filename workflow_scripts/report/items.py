@@ -47,15 +47,32 @@ class StudyContext:
     analysed_tasks: tuple[str, ...] = ()       # the tasks whose dev inputs finetune_effects analyses
     predictions: Mapping[str, Sequence[str]] = field(default_factory=dict)  # [L]'s task groups
     annotator: str = ""                        # annotation.annotator (text without gold annotation)
+    # The labelled treebank the paper comparison and summary panels B and C read (rows of the syntax tables
+    # whose treebank column is it); the study model sets it to the first labelled treebank of syntax.treebanks.
+    syntax_treebank: str = "ewt"
+    treebank_names: dict[str, str] = field(default_factory=dict)  # display names: {"ewt": "EWT", ...}
+    languages: dict[str, str] = field(default_factory=dict)       # corpus -> ISO 639 code: {"ewt": "en"}
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> StudyContext:
-        """The context from a rule's ``params.context`` (``Study.report_context()``); unknown keys are ignored."""
+        """The context from a rule's ``params.context`` (``Study.report_context()``); unknown keys are ignored,
+        missing ones take their defaults (a context of an older study has no syntax_treebank, treebank_names
+        or languages)."""
         tuples = ("models", "relations", "tasks", "finetuned_tasks", "analysed_tasks")
         known = {k: (tuple(v) if k in tuples else v) for k, v in values.items() if k in cls.__dataclass_fields__}
         if "predictions" in known:
             known["predictions"] = {g: list(t) for g, t in dict(known["predictions"]).items()}
+        for name in ("treebank_names", "languages"):
+            if name in known:
+                known[name] = {str(k): str(v) for k, v in dict(known[name] or {}).items()}
+        if known.get("syntax_treebank") in (None, ""):
+            known.pop("syntax_treebank", None)
         return cls(**known)
+
+    def treebank_name(self, treebank: str | None = None) -> str:
+        """The display name of ``treebank`` (default: ``syntax_treebank``), else its name upper-cased."""
+        name = treebank or self.syntax_treebank
+        return self.treebank_names.get(name) or name.upper()
 
 
 def as_number(text: Any) -> float | None:
@@ -114,8 +131,12 @@ class StudyTables:
     def why_absent(self, name: str) -> str:
         return self.absent.get(name) or f"the study does not produce {name}.csv"
 
-    def model_rows(self, name: str, model: str) -> tuple[pd.DataFrame | None, str]:
-        """The rows of ``model`` in table ``name``, or None and the reason there are none."""
+    def model_rows(self, name: str, model: str, *, treebank: str | None = None) -> tuple[pd.DataFrame | None, str]:
+        """The rows of ``model`` in table ``name``, or None and the reason there are none.
+
+        ``treebank``: only the rows of that treebank where the table has a ``treebank`` column (the syntax
+        tables; a table written before they had one, or with no such column, keeps every row).
+        """
         frame = self.get(name)
         if frame is None:
             return None, self.why_absent(name)
@@ -124,6 +145,10 @@ class StudyTables:
         rows = frame[frame["model"].astype(str) == model]
         if rows.empty:
             return None, f"{name}.csv has no rows for model {model}"
+        if treebank is not None and "treebank" in rows.columns:
+            rows = rows[rows["treebank"].astype(str) == treebank]
+            if rows.empty:
+                return None, f"{name}.csv has no rows for model {model} on treebank {treebank}"
         return rows, ""
 
 

@@ -6,7 +6,7 @@ page, row by row three to a row (A-F: a 2 x 3 grid); a panel whose table the stu
 "not in this study" and why instead of disappearing. The footnote is built from the panels too:
 
 - "Data: ..." lists each panel's ``data_note`` by letter, consecutive letters with the same note sharing
-  it ("B-C UD English EWT (...)"), then who tagged text without gold annotation (``annotation.annotator``);
+  it ("B-C EWT treebank (...)"), then who tagged text without gold annotation (``annotation.annotator``);
 - the input protocol of the panels with a ``protocol_table`` (the treebank panels: "B-C-D input: gold words
   joined by spaces ([C])") follows the note of the last of them.
 
@@ -40,12 +40,13 @@ def grid_position(letter: str) -> tuple[int, int]:
     return divmod(ord(letter) - ord("A"), COLUMNS)
 
 
-def _protocols(panels: Iterable[SummaryPanel], tables: StudyTables, model: str) -> str:
+def _protocols(panels: Iterable[SummaryPanel], tables: StudyTables, model: str, treebank: str | None = None) -> str:
     """'B-C-D input: gold words joined by spaces ([C])': the input protocol of the panels' protocol tables,
-    letters with the same protocol together ('' where no table has one)."""
+    letters with the same protocol together ('' where no table has one). A table with a ``treebank`` column
+    is read for ``treebank`` only (the treebank the panels show, ``StudyContext.syntax_treebank``)."""
     found: dict[str, list[str]] = {}
     for panel in panels:
-        rows, _ = tables.model_rows(panel.protocol_table, model)
+        rows, _ = tables.model_rows(panel.protocol_table, model, treebank=treebank)
         found.setdefault(input_protocol(rows), []).append(panel.letter)
     return "; ".join(f"{'-'.join(letters)} {input_text(protocol)}" for protocol, letters in found.items() if protocol)
 
@@ -61,7 +62,7 @@ def data_note(panels: Mapping[str, SummaryPanel], tables: StudyTables, model: st
         else:
             runs.append([letter, letter, note])
     with_protocol = [p for p in panels.values() if p.protocol_table]
-    protocols = _protocols(with_protocol, tables, model)
+    protocols = _protocols(with_protocol, tables, model, context.syntax_treebank)
     last = with_protocol[-1].letter if with_protocol else None
     parts = []
     for first, final, note in runs:

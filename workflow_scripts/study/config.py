@@ -20,8 +20,9 @@ import jsonschema
 import yaml
 
 from ..core.errors import AtlasError, ConfigError
-from ..data.registry import corpus_splits, find_in_mirror
+from ..data.corpora import Corpora
 from ..models.cards import length_excess, local_position_limit, model_location
+from .entry_checks import entry_problems
 
 log = logging.getLogger(__name__)
 
@@ -158,6 +159,7 @@ def check_semantics(config: dict[str, Any]) -> None:
             problems.append(source_problem)
             continue
         problems += _max_length_problems(config, name)
+    problems += entry_problems(config)
     problems += _annotation_problems(config)
     problems += _category_problems(config)
     if config["offline"] and not problems:
@@ -245,11 +247,13 @@ def _category_problems(config: dict[str, Any]) -> list[str]:
 def _offline_problems(config: dict[str, Any]) -> list[str]:
     problems = []
     mirror = config["mirror"]
-    if not mirror:
+    corpora = Corpora(config)
+    needs_mirror = [c for c in selected_corpora(config) if not corpora.is_local(c)]
+    if not mirror and needs_mirror:
         return [("'offline' is true but config key 'mirror' is not set: give the local data mirror with "
                  "--config mirror=PATH (a directory laid out as docs/data.md describes)")]
-    for corpus in selected_corpora(config):
-        if not any(find_in_mirror(mirror, corpus, split) for split in corpus_splits(corpus)):
+    for corpus in needs_mirror:
+        if not any(corpora.source_files(corpus, split) for split in corpora.splits(corpus)):
             problems.append(
                 f"corpus {corpus!r} is selected but 'offline' is true and the mirror {mirror} "
                 "does not hold it; "
@@ -271,13 +275,13 @@ def selected_corpora(config: dict[str, Any]) -> list[str]:
     return corpora
 
 
-def selected_splits(config: dict[str, Any], corpus: str) -> list[str]:
-    """The splits of ``corpus`` the study builds; offline, only those the mirror holds."""
-    splits = list(corpus_splits(corpus))
-    if corpus in ("ewt", "gum"):
-        splits = [s for s in splits if s in config["data"]["treebank_splits"]]
-    if config["offline"]:
-        kept = [s for s in splits if find_in_mirror(config["mirror"], corpus, s)]
+def selected_splits(config: dict[str, Any], corpus: str, corpora: Corpora | None = None) -> list[str]:
+    """The splits of ``corpus`` the study builds; offline, only those the mirror holds (a local entry's
+    splits are all built: a missing file is an error of the entry's checks)."""
+    corpora = corpora or Corpora(config)
+    splits = list(corpora.splits(corpus))
+    if config["offline"] and not corpora.is_local(corpus):
+        kept = [s for s in splits if corpora.source_files(corpus, s)]
         left_out = sorted(set(splits) - set(kept))
         if left_out:
             log.info("offline: %s split(s) %s are not in the mirror and are left out", corpus, left_out)

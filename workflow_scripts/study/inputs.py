@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..data.registry import find_in_mirror
-from ..finetune.tasks import dev_split
 from ..models.checkpoints import parse_checkpoint_name
 
 if TYPE_CHECKING:
@@ -27,9 +25,18 @@ class RuleInputs:
 
     # --- data -----------------------------------------------------------------------------------------
 
-    def mirror(self, corpus: str, split: str) -> list[str]:
-        """The mirror files of a split (tracked, so touching one reruns its table), or none to download."""
-        return [str(p) for p in find_in_mirror(self.study.mirror, corpus, split)]
+    def source_files(self, corpus: str, split: str) -> list[str]:
+        """The local files of a split: the mirror's or a local entry's (tracked, so touching one reruns its
+        table), or none to download."""
+        return [str(p) for p in self.study.corpora.source_files(corpus, split)]
+
+    def task_entry(self, wc: Any) -> dict[str, Any]:
+        """A params function: the entry of the job's task (``task`` wildcard), as the job rebuilds it."""
+        return self.study.task_spec(wc.task).params()
+
+    def treebank_entry(self, wc: Any) -> dict[str, Any]:
+        """A params function: the entry of the job's treebank (``treebank`` wildcard)."""
+        return self.study.corpora.treebanks[wc.treebank].params()
 
     # --- finetune -------------------------------------------------------------------------------------
 
@@ -61,8 +68,13 @@ class RuleInputs:
         }
         info = parse_checkpoint_name(wc.checkpoint)
         if info["kind"] == "finetuned":
-            inputs["task_data"] = self.paths.data_table(info["task"], dev_split(info["task"]))
+            inputs["task_data"] = self.paths.data_table(info["task"], self.study.dev_split(info["task"]))
         return inputs
+
+    def checkpoint_task(self, wc: Any) -> dict[str, Any] | None:
+        """A params function: the entry of a fine-tuned checkpoint's task (None for pretrained and random)."""
+        info = parse_checkpoint_name(wc.checkpoint)
+        return self.study.task_spec(info["task"]).params() if info["kind"] == "finetuned" else None
 
     # --- syntax ---------------------------------------------------------------------------------------
 
@@ -75,12 +87,12 @@ class RuleInputs:
         select, score = self._syntax_splits()
         features = self.paths.analysis("syntax", wc.model, wc.checkpoint, "probe_features")
         inputs = {
-            "train_maps": f"{features}/ewt_{select}.maps.npy",
-            "train_index": f"{features}/ewt_{select}.index.npz",
-            "test_maps": f"{features}/ewt_{score}.maps.npy",
-            "test_index": f"{features}/ewt_{score}.index.npz",
-            "train_annotation": self.paths.annotation("ewt", select),
-            "test_annotation": self.paths.annotation("ewt", score),
+            "train_maps": f"{features}/{wc.treebank}_{select}.maps.npy",
+            "train_index": f"{features}/{wc.treebank}_{select}.index.npz",
+            "test_maps": f"{features}/{wc.treebank}_{score}.maps.npy",
+            "test_index": f"{features}/{wc.treebank}_{score}.index.npz",
+            "train_annotation": self.paths.annotation(wc.treebank, select),
+            "test_annotation": self.paths.annotation(wc.treebank, score),
         }
         if wc.probe == "attn_glove":
             inputs["glove"] = self.paths.data_table("glove", "vectors")
@@ -90,10 +102,10 @@ class RuleInputs:
         """Token tables and annotation of both splits (no attention), GloVe for distance_glove."""
         select, score = self._syntax_splits()
         inputs = {
-            "train_tokens": self.paths.token_table(wc.model, "ewt", select),
-            "test_tokens": self.paths.token_table(wc.model, "ewt", score),
-            "train_annotation": self.paths.annotation("ewt", select),
-            "test_annotation": self.paths.annotation("ewt", score),
+            "train_tokens": self.paths.token_table(wc.model, wc.treebank, select),
+            "test_tokens": self.paths.token_table(wc.model, wc.treebank, score),
+            "train_annotation": self.paths.annotation(wc.treebank, select),
+            "test_annotation": self.paths.annotation(wc.treebank, score),
         }
         if wc.probe == "distance_glove":
             inputs["glove"] = self.paths.data_table("glove", "vectors")
@@ -110,7 +122,7 @@ class RuleInputs:
 
     def effects_dump(self, wc: Any) -> dict[str, str]:
         """Checkpoint, dump and token table of a task's dev inputs (``corpus`` is the task)."""
-        split = dev_split(wc.corpus)
+        split = self.study.dev_split(wc.corpus)
         return {
             "checkpoint": self.paths.checkpoint_manifest(wc.model, wc.checkpoint),
             "dump": self.paths.dump_manifest(wc.model, wc.checkpoint, wc.corpus, split),
@@ -133,8 +145,8 @@ class RuleInputs:
         pairs = self.study.effects_pairs(wc.model)
         inputs: dict[str, Any] = {
             "seeded": self.effects_model_file(wc.model, "pattern_labels_seed.csv"),
-            "dumps": [self.paths.dump_manifest(wc.model, c, t, dev_split(t)) for c, t in pairs],
-            "tokens": [self.paths.token_table(wc.model, t, dev_split(t)) for c, t in pairs],
+            "dumps": [self.paths.dump_manifest(wc.model, c, t, self.study.dev_split(t)) for c, t in pairs],
+            "tokens": [self.paths.token_table(wc.model, t, self.study.dev_split(t)) for c, t in pairs],
         }
         human = self.study.config["finetune_effects"]["human_labels"]
         if human:

@@ -18,16 +18,13 @@ from functools import cached_property
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..data.registry import UD_TREEBANKS
-from ..finetune.tasks import checkpoint_name, dev_split, mirror_files, task_seeds, task_settings
+from ..data.corpora import WINDOW_SUFFIX, Corpora
+from ..data.entries import TaskSpec
+from ..finetune.tasks import checkpoint_name, task_seeds, task_settings
 from .config import selected_corpora, selected_splits
 from .paths import ResultPaths
 from .stages import STAGES
 
-COREF_CORPUS = "gumwin"  # GUM documents cut into windows (rule gum_windows)
-# Corpora with gold words: the UD treebanks and GUM's coreference windows; they are fed to the
-# model under attention.input_protocol (workflow_scripts/attention/texts.py).
-TREEBANK_CORPORA = (*UD_TREEBANKS, COREF_CORPUS)
 SURFACE_TABLES = ("surface_heads", "sep_gradient", "head_clusters", "attention_distance")
 SURFACE_FIGURES = ("special_tokens", "positional", "entropy", "sep_gradient", "head_clusters")
 EFFECTS_TABLES = ("pattern_classes", "pattern_classifier", "finetune_change", "lexical_layers", "lexical_heads",
@@ -41,6 +38,7 @@ class Study:
 
     config: Mapping[str, Any]
     paths: ResultPaths
+    corpora: Corpora                          # every treebank and task entry, by name
     splits: dict[str, list[str]]              # corpus -> the splits the study builds
     notes: list[str] = field(default_factory=list)  # what was left out and why (logged by the Snakefile)
     # finetune
@@ -52,7 +50,7 @@ class Study:
     surface_pairs: list[tuple[str, str]] = field(default_factory=list)        # (model, checkpoint)
     # syntax
     syntax_splits: list[str] = field(default_factory=list)
-    syntax_pairs: list[tuple[str, str]] = field(default_factory=list)
+    syntax_targets: list[tuple[str, str, str]] = field(default_factory=list)  # (model, checkpoint, treebank)
     coref_pairs: list[tuple[str, str]] = field(default_factory=list)
     attention_probes: list[str] = field(default_factory=list)
     baseline_probes: list[str] = field(default_factory=list)
@@ -89,6 +87,47 @@ class Study:
     def models(self) -> list[str]:
         return list(self.config["study"]["models"])
 
+    def task_spec(self, task: str) -> TaskSpec:
+        return self.corpora.tasks[task]
+
+    def dev_split(self, task: str) -> str:
+        """The split a task's fine-tuned models are scored on and its effects analysed (MNLI: dev_matched)."""
+        return self.corpora.tasks[task].dev_split
+
+    def annotation(self, corpus: str) -> dict[str, Any]:
+        """How a corpus's text is annotated: the 'annotation' section, with a task entry's own annotator on
+        top. A stanza annotator of a language other than English is 'stanza:LANG' (its models: DIR/LANG)."""
+        section = self.config["annotation"]
+        spec = self.corpora.tasks.get(corpus)
+        own = (spec.annotator or {}) if spec else {}
+        tool = own.get("tool", section["annotator"])
+        language = spec.language if spec else "en"
+        return {"annotator": f"stanza:{language}" if tool == "stanza" and language != "en" else tool,
+                "spacy_model": own.get("spacy_model", section["spacy_model"]),
+                "stanza_dir": own.get("stanza_dir", section["stanza_dir"])}
+
+    def entry_pattern(self, *readers: str) -> str:
+        """The wildcard constraint of a data rule: the names of the entries it reads ('treebank', or task
+        readers 'glue', 'wic', 'hub', 'table'); a pattern that matches nothing when there are none."""
+        names = list(self.corpora.treebanks) if readers == ("treebank",) else [
+            name for name, spec in self.corpora.tasks.items() if spec.reader in readers]
+        return "|".join(sorted(names, key=len, reverse=True)) or "(?!x)x"
+
+    @property
+    def coref_corpus(self) -> str:
+        """The coreference windows' corpus: syntax.coref_treebank's documents cut into windows (gumwin)."""
+        return self.config["syntax"]["coref_treebank"] + WINDOW_SUFFIX
+
+    @property
+    def treebank_corpora(self) -> list[str]:
+        """Corpora with gold words, fed under attention.input_protocol: the treebanks and their windows."""
+        return [*self.corpora.treebanks, *(name + WINDOW_SUFFIX for name in self.corpora.treebanks)]
+
+    @property
+    def syntax_pairs(self) -> list[tuple[str, str]]:
+        """(model, checkpoint) with syntax analyses on any treebank."""
+        return sorted({(m, c) for m, c, _ in self.syntax_targets})
+
     def model_source(self, model: str) -> dict[str, Any]:
         """The keys of a model entry that say where it comes from (not how it is used, e.g. max_length),
         so that changing a usage setting does not rebuild the model card or its checkpoints."""
@@ -107,7 +146,8 @@ class Study:
         """A task's run settings ('finetune' with 'finetune.per_task.{task}' on top); max_length null means
         the model entry's max_length."""
         model_max = self.config["models"][model].get("max_length") if model else None
-        return task_settings(self.config["finetune"], task, model_max)
+        return task_settings(self.config["finetune"], task, model_max,
+                             marks_target_word=self.corpora.tasks[task].reader == "wic")
 
     def finetuned_checkpoints(self, model: str, tasks: list[str] | None = None, final_only: bool = False) -> list[str]:
         """Names of the fine-tuned checkpoints of ``model``, in training order per run: each step, then final."""
@@ -136,16 +176,25 @@ class Study:
         """(checkpoint, task) of every fine-tuning-effects part of ``model``."""
         return [(c, t) for m, c, t in self.effects_targets if m == model]
 
-    def probe_parts(self) -> list[tuple[str, str, str, str]]:
-        """(model, checkpoint or 'none', probe, path) of every probe result the probes table combines."""
+    def probe_parts(self) -> list[tuple[str, str, str, str, str]]:
+        """(model, checkpoint or 'none', treebank, probe, path) of every probe result the probes table combines."""
         parts = []
-        for model, checkpoint in self.syntax_pairs:
-            parts += [(model, checkpoint, p, self.paths.analysis("syntax", model, checkpoint, "probes", f"{p}.parquet"))
+        for model, checkpoint, treebank in self.syntax_targets:
+            parts += [(model, checkpoint, treebank, p,
+                       self.paths.analysis("syntax", model, checkpoint, "probes", treebank, f"{p}.parquet"))
                       for p in (*self.attention_probes, "mst_best_head")]
-        for model in sorted({m for m, _ in self.syntax_pairs}):
-            parts += [(model, "none", p, self.paths.analysis("syntax", model, "baselines", f"{p}.parquet"))
+        for model, treebank in sorted({(m, t) for m, _, t in self.syntax_targets}):
+            parts += [(model, "none", treebank, p, self.paths.analysis("syntax", model, "baselines", treebank,
+                                                                       f"{p}.parquet"))
                       for p in self.baseline_probes]
         return parts
+
+    @property
+    def syntax_treebank(self) -> str:
+        """The labelled treebank the paper comparison and the summary read (the first of syntax.treebanks)."""
+        labelled = [t for _, _, t in self.syntax_targets if self.corpora.treebanks[t].labelled]
+        treebanks = [t for t in self.config["syntax"]["treebanks"] if t in labelled]
+        return treebanks[0] if treebanks else "ewt"
 
     def report_context(self) -> dict[str, Any]:
         """What the config selects, for the report's reasons and protocol labels (report.items.StudyContext)."""
@@ -163,6 +212,9 @@ class Study:
             "annotator": self.config["annotation"]["annotator"],
             # How treebank sentences were fed (the captions say it; the tables carry it per row).
             "input_protocol": self.config["attention"]["input_protocol"],
+            "syntax_treebank": self.syntax_treebank,
+            "treebank_names": {name: entry.display for name, entry in self.corpora.treebanks.items()},
+            "languages": {name: self.corpora.language(name) for name in self.splits},
             # The bootstrap resamples B of the syntax tables: a p-value at the floor 1/B prints as "p < 1/B".
             "resamples": syntax["bootstrap_resamples"],
         }
@@ -174,11 +226,12 @@ class Study:
 
 def build_study(config: Mapping[str, Any]) -> Study:
     """The study of a validated config (raises ConfigError naming the key and the fix)."""
-    splits = {corpus: selected_splits(dict(config), corpus) for corpus in selected_corpora(dict(config))}
+    corpora = Corpora(dict(config))
+    splits = {corpus: selected_splits(dict(config), corpus, corpora) for corpus in selected_corpora(dict(config))}
     for corpus, found in splits.items():
         if not found:
             raise ConfigError(f"corpus {corpus!r}: no split is available offline in the mirror {config['mirror']}")
-    study = Study(config=config, paths=ResultPaths(config["results"]), splits=splits)
+    study = Study(config=config, paths=ResultPaths(config["results"]), corpora=corpora, splits=splits)
     for plan in (_plan_data, _plan_models, _plan_finetune, _plan_attention, _plan_surface, _plan_syntax,
                  _plan_finetune_effects, _plan_report):
         plan(study)
@@ -208,9 +261,10 @@ def _chosen_tasks(study: Study, section: str, needs, what: str) -> list[str]:
             chosen.append(task)
             continue
         why = f"the study builds no {missing[0]} split for it"
-        if study.config["offline"]:
-            why += (f": offline, the mirror {study.config['mirror']} holds no "
-                    f"{mirror_files(task, missing[0], study.config['mirror'])}")
+        candidates = study.corpora.mirror_candidates(task, missing[0])
+        if study.config["offline"] and candidates:
+            files = " or ".join(f"{study.config['mirror']}/{rel}" for files in candidates for rel in files)
+            why += f": offline, the mirror holds no {files}"
         if requested is not None:
             raise ConfigError(f"config key '{section}.tasks': task {task!r} cannot be {what}: {why}; remove it "
                               f"from '{section}.tasks', point 'mirror' at a copy that holds that file, or set "
@@ -221,7 +275,7 @@ def _chosen_tasks(study: Study, section: str, needs, what: str) -> list[str]:
 
 
 def _plan_finetune(study: Study) -> None:
-    study.finetune_tasks = _chosen_tasks(study, "finetune", lambda t: ("train", dev_split(t)), "fine-tuned")
+    study.finetune_tasks = _chosen_tasks(study, "finetune", lambda t: ("train", study.dev_split(t)), "fine-tuned")
     study.finetune_runs = [(model, task, seed) for model in study.models for task in study.finetune_tasks
                            for seed in task_seeds(study.config["finetune"], task)]
     study.stage_outputs["finetune"] = [study.paths.table("finetune_metrics")] if study.finetune_runs else []
@@ -245,30 +299,42 @@ def _plan_surface(study: Study) -> None:
 
 
 def _plan_syntax(study: Study) -> None:
+    """Dependency heads and probes per (model, checkpoint, treebank) of syntax.treebanks whose selection and
+    score splits are dumped; coreference heads on syntax.coref_treebank's windows."""
     syntax = study.config["syntax"]
     study.syntax_splits = sorted({syntax["select_split"], syntax["score_split"]})
-    dumped = {(m, c, s) for m, c, corpus, s in study.dumps if corpus == "ewt"}
-    pairs = {(m, c) for m, c, _ in dumped}
-    study.syntax_pairs = sorted((m, c) for m, c in pairs if all((m, c, s) in dumped for s in study.syntax_splits))
-    coref = (syntax["coref_split"] in study.splits.get("gum", [])
-             and "gum" in study.config["data"]["coreference_treebanks"])
-    study.coref_pairs = list(study.syntax_pairs) if coref else []
+    dumped = {(m, c, corpus, s) for m, c, corpus, s in study.dumps}
+    for treebank in syntax["treebanks"]:
+        if treebank not in study.config["study"]["treebanks"]:
+            study.notes.append(f"syntax: treebank {treebank!r} of 'syntax.treebanks' is not in 'study.treebanks'; "
+                               "it is left out")
+            continue
+        targets = sorted({(m, c, treebank) for m, c, corpus, _ in dumped if corpus == treebank
+                          and all((m, c, treebank, s) in dumped for s in study.syntax_splits)})
+        if targets and not study.corpora.treebanks[treebank].labelled:
+            study.notes.append(f"syntax: treebank {treebank!r} has no relation labels: its 'all' heads, probes and "
+                               "MST run; the named relations of 'syntax.relations' are skipped on it")
+        study.syntax_targets += targets
+    coref_treebank = syntax["coref_treebank"]
+    coref = (syntax["coref_split"] in study.splits.get(coref_treebank, [])
+             and coref_treebank in study.config["data"]["coreference_treebanks"])
+    study.coref_pairs = sorted({(m, c) for m, c, _ in study.syntax_targets}) if coref else []
     glove = "glove" in study.splits
     study.attention_probes = ["attn", *(["attn_glove"] if glove else [])]
     study.baseline_probes = ["right_branching", *(["distance_glove"] if glove else [])]
     outputs = []
-    if study.syntax_pairs:
+    if study.syntax_targets:
         outputs = [study.paths.table(name) for name in ("dependency_heads", "dependency_best", "probes")]
         if study.coref_pairs:
             outputs += [study.paths.table("coref_heads"), study.paths.table("coref_best")]
-        for model, checkpoint in study.syntax_pairs:
-            outputs += study.paths.figures("syntax", [f"{figure}_{model}_{checkpoint}"
+        for model, checkpoint, treebank in study.syntax_targets:
+            outputs += study.paths.figures("syntax", [f"{figure}_{model}_{checkpoint}_{treebank}"
                                                       for figure in ("dependency_heads", "best_head_maps")])
     study.stage_outputs["syntax"] = outputs
 
 
 def _plan_finetune_effects(study: Study) -> None:
-    study.effects_tasks = _chosen_tasks(study, "finetune_effects", lambda t: (dev_split(t),), "analysed")
+    study.effects_tasks = _chosen_tasks(study, "finetune_effects", lambda t: (study.dev_split(t),), "analysed")
     study.effects_targets = [(m, c, t) for m in study.models for t in study.effects_tasks
                              for c in study.effects_checkpoints(m, t)]
     study.stage_outputs["finetune_effects"] = ([study.paths.table(name) for name in EFFECTS_TABLES]
@@ -281,8 +347,8 @@ def _plan_report(study: Study) -> None:
     from ..report.registry import report_tables
 
     syntax, surface = study.config["syntax"], study.config["surface"]
-    no_syntax = (f"the study dumps no EWT {' and '.join(study.syntax_splits)} attention "
-                 "(study.treebanks, attention.corpora)")
+    no_syntax = (f"the study dumps no {' and '.join(study.syntax_splits)} attention of a treebank of "
+                 "syntax.treebanks (study.treebanks, attention.corpora)")
     no_effects = "the study analyses no task's dev inputs (study.tasks, finetune_effects.tasks)"
     # A table exists when a stage planned it as an output; these say why it does not.
     reasons = {
@@ -290,8 +356,8 @@ def _plan_report(study: Study) -> None:
                          "(study.wiki, attention.corpora, surface.corpus)",
         "dependency_best": no_syntax,
         "probes": no_syntax,
-        "coref_best": f"the study scores no GUM {syntax['coref_split']} coreference "
-                      "(study.treebanks, data.coreference_treebanks, attention.corpora)",
+        "coref_best": f"the study scores no {syntax['coref_treebank']} {syntax['coref_split']} coreference "
+                      "(study.treebanks, data.coreference_treebanks, syntax.coref_treebank, attention.corpora)",
         "finetune_metrics": "the study fine-tunes no model (study.tasks, finetune.tasks;"
                             " offline: only tasks whose train split the mirror holds)",
         **{name: no_effects

@@ -37,6 +37,7 @@ import pandas as pd
 from ..core.errors import AtlasError
 from ..core.io import write_csv
 from ..core.stats import ratio_bootstrap_ci
+from ..data.entries import TaskSpec
 from ..models.checkpoints import read_manifest
 
 log = logging.getLogger(__name__)
@@ -199,23 +200,21 @@ def mlm_examples(token_table: str | Path, tokenizer: Any, *, max_examples: int |
 
 
 def task_examples(manifest: dict[str, Any], task_data: str | Path, tokenizer: Any, model: Any, *,
-                  max_examples: int | None, seed: int):
+                  spec: TaskSpec, max_examples: int | None, seed: int):
     """Yield (inputs of one dev example with its label, separator mask) for the task loss."""
     import torch
 
     from ..finetune.task_data import TaskData, load_split
-    from ..finetune.tasks import dev_split, label_names
 
-    task = manifest["task"]
-    frame = load_split(task_data, task, dev_split(task))
+    frame = load_split(task_data, spec, spec.dev_split)
     if max_examples is not None and max_examples < len(frame):
         keep = np.sort(np.random.default_rng(seed).permutation(len(frame))[:max_examples])
         frame = frame.iloc[keep].reset_index(drop=True)
     settings = dict(manifest.get("finetune") or {})
     # A manifest written without its fine-tuning settings: the model's own limit (WiC then needs them).
     settings.setdefault("max_length", min(512, getattr(model.config, "max_position_embeddings", 512)))
-    data = TaskData(frame, task, tokenizer, settings, task_data)
-    regression = label_names(task) is None
+    data = TaskData(frame, spec, tokenizer, settings, task_data)
+    regression = spec.is_regression
     for i in range(len(data)):
         batch = data.batch([i], "cpu")
         if regression:
@@ -226,7 +225,8 @@ def task_examples(manifest: dict[str, Any], task_data: str | Path, tokenizer: An
 
 
 def sep_gradient(checkpoint_manifest: str | Path, token_table: str | Path, output: str | Path, *,
-                 max_examples: int | None, task_data: str | Path | None = None, mask_prob: float, seed: int,
+                 max_examples: int | None, task_data: str | Path | None = None,
+                 task: dict[str, Any] | None = None, mask_prob: float, seed: int,
                  resamples: int, bootstrap_seed: int, threads: int, offline: bool,
                  data_name: str = "") -> pd.DataFrame:
     """The per-checkpoint part of ``sep_gradient.csv``: one row per layer."""
@@ -249,7 +249,10 @@ def sep_gradient(checkpoint_manifest: str | Path, token_table: str | Path, outpu
                                  "but no dev data table was given")
             loss_name, data = f"task:{manifest['task']}", str(task_data)
             model = load_classifier(load_from, offline)
-            examples = task_examples(manifest, task_data, tokenizer, model, max_examples=max_examples, seed=seed)
+            if task is None:
+                raise AtlasError(f"{checkpoint_manifest}: a fine-tuned checkpoint's gradient needs its task's entry")
+            examples = task_examples(manifest, task_data, tokenizer, model, spec=TaskSpec.from_params(task),
+                                     max_examples=max_examples, seed=seed)
         else:
             loss_name, base["mask_prob"] = "mlm", mask_prob
             model = load_mlm(load_from, offline)

@@ -1,7 +1,8 @@
-"""Coreference heads on GUM windows (METHODS 7.4, [C] §4.3).
+"""Coreference heads on the coreference treebank's windows (gumwin by default; METHODS 7.4, [C] §4.3).
 
-Input: dumps of the GUM windows (``gumwin``: documents cut into windows of
-consecutive sentences, see ``workflow_scripts.data.windows``) and the window
+Input: dumps of the coreference treebank's windows (``syntax.coref_treebank``'s documents
+cut into windows of consecutive sentences, corpus ``<treebank>win``: ``gumwin`` for GUM, the
+default; see ``workflow_scripts.data.windows`` and rule ``coref_windows``) and the window
 mention table. For every mention whose head word has an *antecedent* in the
 window — the head word of an earlier mention of the same entity, "earlier"
 meaning its head word comes before the mention's head word — every attention
@@ -18,10 +19,10 @@ Baselines on the same mentions (they predict a word too):
 Mention type from the UPOS of the head word: pronoun (PRON), proper (PROPN),
 nominal (everything else: NOUN, NUM, DET, ...).
 
-Selection: only GUM dev is dumped, so heads are selected and scored on the same
-documents (as [C] did) and, held out, on halves of the documents (documents in
-order of appearance, alternately assigned to halves a and b; select on one,
-score on the other).
+Selection: only one split is dumped (``syntax.coref_split``, GUM dev by default), so
+heads are selected and scored on the same documents (as [C] did) and, held out, on
+halves of the documents (documents in order of appearance, alternately assigned to
+halves a and b; select on one, score on the other).
 """
 
 from __future__ import annotations
@@ -125,7 +126,8 @@ def score_window(maps: np.ndarray, unit_word: np.ndarray, found: WindowMentions)
 
 def score_coreference_heads(dump_dir: str | Path, token_table: str | Path, annotation: str | Path,
                             mentions_path: str | Path, output: str | Path) -> dict[str, Any]:
-    """Stream a GUM-window dump; write one row per scored mention with every head's correctness."""
+    """Stream a dump of the coreference treebank's windows (gumwin by default); write one row per scored mention
+    with every head's correctness."""
     start = time.perf_counter()
     dump = AttentionDump(dump_dir)
     annotation_table = pq.read_table(annotation, columns=["example_id", "words"])
@@ -134,7 +136,7 @@ def score_coreference_heads(dump_dir: str | Path, token_table: str | Path, annot
     mentions = pq.read_table(mentions_path).to_pandas()
     missing = {"mention_id", "example_id", "doc_id", "entity", "head", "head_form", "head_upos"} - set(mentions)
     if missing:
-        raise AtlasError(f"{mentions_path}: missing columns {sorted(missing)}; rebuild the GUM windows")
+        raise AtlasError(f"{mentions_path}: missing columns {sorted(missing)}; rebuild the coreference windows")
     by_window = {int(k): g.sort_values("head", kind="stable") for k, g in mentions.groupby("example_id")}
     doc_of_window = mentions.groupby("example_id")["doc_id"].first().to_dict()
     words_of_tokens = token_words(token_table)
@@ -309,6 +311,8 @@ def coref_best_rows(model: str, checkpoint: str, scores: CorefScores, *, resampl
 def summarise_coreference(parts: Mapping[tuple[str, str], str | Path], heads_output: str | Path,
                           best_output: str | Path, *, resamples: int, seed: int,
                           control_checkpoint: str = "random") -> None:
+    """coref_heads.csv and coref_best.csv from the score parts of every (model, checkpoint) on the coreference
+    treebank's windows (gumwin by default), each paired with the random-init control of its model."""
     scores = {key: CorefScores.read(path) for key, path in parts.items()}
     heads, best = [], []
     for (model, checkpoint), score in sorted(scores.items()):

@@ -1,9 +1,11 @@
 """Selecting the best dependency head and writing the tables (METHODS 7.3, 10).
 
 Reads the per-sentence score parts that :func:`.dependency.score_dependency_heads`
-writes; selects heads (and offsets) on one split and scores them on another, with
-bootstrap intervals over sentences and paired tests against the offset baseline and
-the random-init control. See docs/syntax.md for the tables' columns.
+writes, one per (model, checkpoint, treebank, split); selects heads (and offsets) on one
+split and scores them on another, with bootstrap intervals over sentences and paired tests
+against the offset baseline and the random-init control of the same treebank. Both tables
+have a ``treebank`` column; an unlabelled treebank (no relation labels, e.g. the WSJ sample
+in Malt-TAB) has only the relation ``all``. See docs/syntax.md for the tables' columns.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class SplitCounts:
-    """Per-sentence counts of one (model, checkpoint, split), by relation."""
+    """Per-sentence counts of one (model, checkpoint, treebank, split), by relation."""
     meta: dict[str, Any]
     frame: pd.DataFrame  # example_id, relation, total
     dep: np.ndarray  # (rows, L*H)
@@ -62,6 +64,12 @@ class SplitCounts:
 
     def relations(self) -> list[str]:
         return list(dict.fromkeys(self.frame["relation"]))
+
+    def keep(self, relations: Sequence[str]) -> SplitCounts:
+        """The counts of ``relations`` only (an unlabelled treebank: ``all``)."""
+        rows = np.flatnonzero(self.frame["relation"].isin(list(relations)).to_numpy())
+        return SplitCounts(self.meta, self.frame.iloc[rows].reset_index(drop=True), self.dep[rows], self.head[rows],
+                           self.off[rows])
 
     def rows(self, relation: str) -> np.ndarray:
         return np.flatnonzero(self.frame["relation"].to_numpy() == relation)
@@ -248,34 +256,67 @@ def best_rows(model: str, checkpoint: str, splits: Mapping[str, SplitCounts], re
     return rows
 
 
-def summarise_dependency(parts: Mapping[tuple[str, str, str], str | Path], heads_output: str | Path,
+def _part_key(key: Any) -> tuple[str, str, str, str]:
+    if len(tuple(key)) != 4:
+        raise AtlasError(f"dependency score part key {key!r}: expected (model, checkpoint, treebank, split)")
+    model, checkpoint, treebank, split = (str(k) for k in key)
+    return model, checkpoint, treebank, split
+
+
+def summarise_dependency(parts: Mapping[tuple[str, str, str, str], str | Path], heads_output: str | Path,
                          best_output: str | Path, *, relations: Sequence[str], select_split: str, score_split: str,
-                         resamples: int, seed: int, control_checkpoint: str = "random") -> None:
-    """Write dependency_heads.csv and dependency_best.csv from the score parts of every (model, checkpoint, split).
+                         resamples: int, seed: int, labelled: Mapping[str, bool] | None = None,
+                         control_checkpoint: str = "random") -> None:
+    """Write dependency_heads.csv and dependency_best.csv from the score parts of every
+    (model, checkpoint, treebank, split).
 
     Protocols: select on ``select_split`` and score on ``score_split`` (held out), and
-    select-and-score on ``score_split`` (what [C]'s table did).
+    select-and-score on ``score_split`` (what [C]'s table did). Every (model, checkpoint, treebank)
+    is summarised on its own, its random-init control (``control_checkpoint``) taken from the same
+    treebank; both tables carry a ``treebank`` column after ``checkpoint``. ``labelled``: treebank ->
+    whether its DEPREL holds relation labels (missing: True); an unlabelled treebank keeps only the
+    relation ``all`` in both tables.
     """
+    labelled = dict(labelled or {})
     protocols = list(dict.fromkeys([(select_split, score_split), (score_split, score_split)]))
-    by_checkpoint: dict[tuple[str, str], dict[str, SplitCounts]] = {}
-    for (model, checkpoint, split), path in parts.items():
-        by_checkpoint.setdefault((model, checkpoint), {})[split] = SplitCounts.read(path)
-    head_frames, best = [], []
-    for (model, checkpoint), splits in sorted(by_checkpoint.items()):
+    by_checkpoint: dict[tuple[str, str, str], dict[str, SplitCounts]] = {}
+    treebank_order: dict[str, int] = {}
+    for key, path in parts.items():
+        model, checkpoint, treebank, split = _part_key(key)
+        treebank_order.setdefault(treebank, len(treebank_order))
+        by_checkpoint.setdefault((model, checkpoint, treebank), {})[split] = SplitCounts.read(path)
+    for treebank in treebank_order:
+        if not labelled.get(treebank, True):
+            log.info("treebank %s is unlabelled (no relation labels): only 'all' is computed", treebank)
+            if ALL not in relations:
+                log.warning("syntax.relations has no 'all': dependency_best has no row of the unlabelled "
+                            "treebank %s", treebank)
+            by_checkpoint.update({key: {split: counts.keep([ALL]) for split, counts in splits.items()}
+                                  for key, splits in by_checkpoint.items() if key[2] == treebank})
+    head_frames, best_frames = [], []
+    for (model, checkpoint, treebank), splits in sorted(by_checkpoint.items()):
         needed = {s for p in protocols for s in p} - set(splits)
         if needed:
-            raise AtlasError(f"dependency scores of {model}/{checkpoint} lack split(s) {sorted(needed)}")
-        log.info("summarising %s/%s", model, checkpoint)
-        head_frames.append(head_rows(model, checkpoint, splits, protocols, resamples=resamples, seed=seed))
-        control = by_checkpoint.get((model, control_checkpoint)) if checkpoint != control_checkpoint else None
-        best += best_rows(model, checkpoint, splits, relations, protocols, resamples=resamples, seed=seed,
-                          control=control, control_name=control_checkpoint if control else None)
-    heads = pd.concat(head_frames, ignore_index=True) if head_frames else pd.DataFrame()
-    best_frame = pd.DataFrame(best)
+            raise AtlasError(f"dependency scores of {model}/{checkpoint} on {treebank} lack split(s) {sorted(needed)}")
+        log.info("summarising %s/%s on %s", model, checkpoint, treebank)
+        wanted = list(relations) if labelled.get(treebank, True) else [r for r in relations if r == ALL]
+        heads = head_rows(model, checkpoint, splits, protocols, resamples=resamples, seed=seed)
+        if len(heads):
+            heads.insert(heads.columns.get_loc("checkpoint") + 1, "treebank", treebank)
+            head_frames.append(heads)
+        control = (by_checkpoint.get((model, control_checkpoint, treebank)) if checkpoint != control_checkpoint
+                   else None)
+        best = pd.DataFrame(best_rows(model, checkpoint, splits, wanted, protocols, resamples=resamples, seed=seed,
+                                      control=control, control_name=control_checkpoint if control else None))
+        if len(best):
+            best.insert(best.columns.get_loc("checkpoint") + 1, "treebank", treebank)
+            best_frames.append(best)
+    heads_frame = pd.concat(head_frames, ignore_index=True) if head_frames else pd.DataFrame()
+    best_frame = pd.concat(best_frames, ignore_index=True) if best_frames else pd.DataFrame()
     if len(best_frame):
-        order = {r: i for i, r in enumerate(relations)}
+        order = {"relation": {r: i for i, r in enumerate(relations)}, "treebank": treebank_order}
         best_frame = best_frame.sort_values(
-            ["model", "relation", "direction", "select_split", "checkpoint"],
-            key=lambda s: s.map(order) if s.name == "relation" else s, kind="stable")
-    write_csv(heads, heads_output)
+            ["model", "treebank", "relation", "direction", "select_split", "checkpoint"],
+            key=lambda s: s.map(order[s.name]) if s.name in order else s, kind="stable")
+    write_csv(heads_frame, heads_output)
     write_csv(best_frame, best_output)

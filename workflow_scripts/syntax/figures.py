@@ -1,6 +1,9 @@
 """Figures of the syntax analyses (METHODS 7.3): accuracy heatmaps and example maps of the best heads.
 
-Head labels in figures are 1-based "layer-head" as in [C]; the tables stay 0-based.
+Head labels in figures are 1-based "layer-head" as in [C]; the tables stay 0-based. Each figure
+is drawn per treebank: it keeps that treebank's rows of the tables (all rows of a table without a
+``treebank`` column, written before the tables had one), and shows the relations of
+``syntax.relations`` that the table has for it (an unlabelled treebank: ``all`` only).
 """
 
 from __future__ import annotations
@@ -25,6 +28,17 @@ log = logging.getLogger(__name__)
 ARROWS = {DEP_TO_HEAD: "dep→head", HEAD_TO_DEP: "head→dep"}
 
 
+def of_treebank(table: pd.DataFrame, treebank: str | None) -> pd.DataFrame:
+    """The rows of ``treebank`` (every row where it is None or the table has no ``treebank`` column)."""
+    if treebank is None or "treebank" not in table.columns:
+        return table
+    return table[table["treebank"].astype(str) == treebank]
+
+
+def _named(model: str, checkpoint: str, treebank: str | None) -> str:
+    return f"{model} / {checkpoint}" + (f" / {treebank}" if treebank else "")
+
+
 def _best(best: pd.DataFrame, model: str, checkpoint: str, relation: str, select_split: str,
           score_split: str) -> pd.Series | None:
     """The held-out best head of a relation: over both directions (`either`), or dep->head for `all`."""
@@ -37,17 +51,18 @@ def _best(best: pd.DataFrame, model: str, checkpoint: str, relation: str, select
 
 def dependency_heatmaps(heads_csv: str | Path, best_csv: str | Path, png: str | Path, pdf: str | Path, *,
                         model: str, checkpoint: str, relations: Sequence[str], select_split: str,
-                        score_split: str) -> None:
-    """One layer x head accuracy panel per relation (on the score split), best held-out head boxed."""
+                        score_split: str, treebank: str | None = None) -> None:
+    """One layer x head accuracy panel per relation (on the score split), best held-out head boxed;
+    ``treebank``: the treebank whose rows are drawn (None: every row)."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    heads = pd.read_csv(heads_csv)
-    best = pd.read_csv(best_csv)
+    heads = of_treebank(pd.read_csv(heads_csv), treebank)
+    best = of_treebank(pd.read_csv(best_csv), treebank)
     heads = heads[(heads["model"] == model) & (heads["checkpoint"] == checkpoint)
                   & (heads["select_split"] == score_split) & (heads["score_split"] == score_split)]
     if heads.empty:
-        raise AtlasError(f"{heads_csv}: no rows for {model}/{checkpoint} scored on {score_split}")
+        raise AtlasError(f"{heads_csv}: no rows for {_named(model, checkpoint, treebank)} scored on {score_split}")
     layers, n_heads = int(heads["layer"].max()) + 1, int(heads["head"].max()) + 1
     shown = [r for r in relations if r in set(heads["relation"])]
     columns = min(4, max(len(shown), 1))
@@ -77,8 +92,8 @@ def dependency_heatmaps(heads_csv: str | Path, best_csv: str | Path, png: str | 
         ax.axis("off")
     if image is not None:
         figure.colorbar(image, ax=axes, shrink=0.6, label=f"accuracy on {score_split}")
-    figure.suptitle(f"{model} / {checkpoint}: each head as a parser, per relation (box: best head selected on "
-                    f"{select_split})", fontsize=10)
+    figure.suptitle(f"{_named(model, checkpoint, treebank)}: each head as a parser, per relation (box: best head "
+                    f"selected on {select_split})", fontsize=10)
     save_figure(figure, png, pdf)
 
 
@@ -100,12 +115,15 @@ def choose_sentence(trees: dict, relations: Sequence[str], *, min_words: int = 8
 
 def best_head_maps(dump_dir: str | Path, token_table: str | Path, annotation: str | Path, best_csv: str | Path,
                    png: str | Path, pdf: str | Path, *, model: str, checkpoint: str, relations: Sequence[str],
-                   select_split: str, score_split: str, example_id: int | None, max_panels: int = 8) -> None:
-    """Word-level maps of the best head of each relation on one sentence, gold arcs of the relation marked."""
+                   select_split: str, score_split: str, example_id: int | None, treebank: str | None = None,
+                   max_panels: int = 8) -> None:
+    """Word-level maps of the best head of each relation on one sentence, gold arcs of the relation marked;
+    ``treebank``: the treebank of the annotation, whose best heads are drawn (None: every row)."""
     import matplotlib.pyplot as plt
 
     trees = read_trees(annotation)
-    best = pd.read_csv(best_csv)
+    best = of_treebank(pd.read_csv(best_csv), treebank)
+    relations = [r for r in relations if r in set(best["relation"].astype(str))]
     if example_id is None:
         example_id = choose_sentence(trees, relations)
     if example_id not in trees:
@@ -156,6 +174,6 @@ def best_head_maps(dump_dir: str | Path, token_table: str | Path, annotation: st
         ax.set_ylabel("attending word", fontsize=7)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
-    figure.suptitle(f"{model} / {checkpoint}, {Path(annotation).stem} sentence {example_id}: best heads' word-level "
-                    "attention (circles: gold arcs of the relation)", fontsize=9)
+    figure.suptitle(f"{_named(model, checkpoint, treebank)}, {Path(annotation).stem} sentence {example_id}: best "
+                    "heads' word-level attention (circles: gold arcs of the relation)", fontsize=9)
     save_figure(figure, png, pdf)

@@ -1,6 +1,8 @@
 """The syntax stage's share of the report: [C] Tables 1-3 beside its tables, and panels B, C and D.
 
-Which study rows stand for a paper number (``report/paper_values/syntax.csv``; METHODS 7-9):
+Which study rows stand for a paper number (``report/paper_values/syntax.csv``; METHODS 7-9). The dependency and
+probe tables hold every treebank of ``syntax.treebanks``; only the rows of ``StudyContext.syntax_treebank``
+(the first labelled one, EWT by default) are compared and drawn:
 
 - [C] Table 1 (``dependency_best``): ``dependency_best.csv``, heads selected on ``syntax.select_split`` and
   scored on ``syntax.score_split`` ("held out (train→dev)"), with the heads selected and scored on
@@ -8,9 +10,10 @@ Which study rows stand for a paper number (``report/paper_values/syntax.csv``; M
   direction, as [C] reported; ``all`` is dependent -> head only). Items name UD relations, or [C]'s
   Stanford labels that ``dependency.PAPER_LABELS`` maps to UD (pobj -> case, prep -> obl, both with the
   direction reversed).
-- [C] Table 2 (``coreference``): ``coref_best.csv``, the head selected on one half of the GUM documents and
-  scored on the other, both ways, pooled ("held out (GUM halves a→b, b→a)"); the head selected and
-  scored on all windows beside it ("same split (all→all, as [C])"). The baselines select nothing.
+- [C] Table 2 (``coreference``): ``coref_best.csv``, the head selected on one half of the documents of the
+  coreference treebank's windows (gumwin by default) and scored on the other, both ways, pooled ("held out
+  (GUM halves a→b, b→a)"); the head selected and scored on all windows beside it ("same split (all→all, as
+  [C])"). The baselines select nothing.
 - [C] Table 3 (``probes``): ``probes.csv``; ``random-init ...`` items read the random checkpoint,
   right-branching and distances+GloVe the checkpoint-free baselines (checkpoint ``none``).
 
@@ -63,6 +66,7 @@ from .report_items import (
     probe_key,
     relation_of,
     same_split_label,
+    syntax_rows,
     treebank_note,
 )
 from .report_panels import draw_coreference, draw_dependency, draw_probes
@@ -99,10 +103,10 @@ def compare_dependency(item: PaperItem, model: str, tables: StudyTables, ctx: St
     label = f"UD {relation}" + (f" ({PAPER_LABELS[relation]})" if reversed_ else "")
     if ctx.relations and relation not in ctx.relations:
         return [missing_row(f"{label} is not in syntax.relations ({', '.join(ctx.relations)})")]
-    rows, why = tables.model_rows("dependency_best", model)
+    rows, why = syntax_rows(tables, "dependency_best", model, ctx)
     if rows is None:
         return [missing_row(why)]
-    select, score = ctx.select_split, ctx.score_split
+    select, score, treebank = ctx.select_split, ctx.score_split, ctx.treebank_name()
     held_out = dependency_rows(rows, relation, select, score)
     same = dependency_rows(rows, relation, score, score)
     protocol = held_out_label(select, score) if select != score else same_split_label(score)
@@ -121,14 +125,15 @@ def compare_dependency(item: PaperItem, model: str, tables: StudyTables, ctx: St
                                    f"on {score}", checkpoint=checkpoint, detail=same_text, input_protocol=inputs))
             continue
         if not _scored(row):
-            out.append(missing_row(f"no arc of {label} in EWT {score}", checkpoint=checkpoint, input_protocol=inputs))
+            out.append(missing_row(f"no arc of {label} in {treebank} {score}", checkpoint=checkpoint,
+                                   input_protocol=inputs))
             continue
         offset = row.get("baseline_offset")
         baseline = (_versus(f"offset baseline {pct(row.get('baseline_accuracy'))} (offset {int(float(offset)):+d})",
                             row.get("p_vs_baseline"), ctx.resamples, "baseline") if finite(offset) else "")
         detail = join_text(f"{label}, best head {row['head_label']} ({row.get('head_direction', '')}) selected on "
-                           f"EWT {select}, scored on EWT {score}", f"n={int_text(row['n'])} arcs", ci_text(row),
-                           baseline, same_text, _control(row, ctx.resamples), input_text(inputs))
+                           f"{treebank} {select}, scored on {treebank} {score}", f"n={int_text(row['n'])} arcs",
+                           ci_text(row), baseline, same_text, _control(row, ctx.resamples), input_text(inputs))
         out.append(found_row(item, row["accuracy"], detail, checkpoint=checkpoint, protocol=protocol,
                              same_split=same_value, same_split_protocol=same_split_label(score),
                              input_protocol=inputs))
@@ -137,8 +142,9 @@ def compare_dependency(item: PaperItem, model: str, tables: StudyTables, ctx: St
 
 def compare_coreference(item: PaperItem, model: str, tables: StudyTables,
                         ctx: StudyContext) -> list[dict[str, Any]]:
-    """[C] Table 2: the head selected on one half of the GUM documents and scored on the other (both ways, pooled);
-    [C]'s protocol (select and score on all windows) beside it."""
+    """[C] Table 2: the head selected on one half of the coreference treebank's documents (gumwin windows by
+    default) and scored on the other (both ways, pooled); [C]'s protocol (select and score on all windows) beside
+    it."""
     method, mention = coref_key(item.item)
     if method is None:
         return [missing_row(f"item {item.item!r} names no coreference method (head, nearest mention, head word "
@@ -194,9 +200,10 @@ def compare_probes(item: PaperItem, model: str, tables: StudyTables, ctx: StudyC
         return [missing_row(f"no probe of the study stands for {item.item!r} ({', '.join(PROBE_NAMES)})")]
     if probe in GLOVE_PROBES and not ctx.glove:
         return [missing_row("the study builds no GloVe vectors (study.glove: false)", checkpoint=checkpoint or "")]
-    rows, why = tables.model_rows("probes", model)
+    rows, why = syntax_rows(tables, "probes", model, ctx)
     if rows is None:
         return [missing_row(why, checkpoint=checkpoint or "")]
+    treebank = ctx.treebank_name()
     rows = rows[rows["probe"].astype(str) == probe]
     trained = probe != "right_branching"  # trained on select_split, scored on score_split: held out
     if checkpoint is None:
@@ -214,11 +221,11 @@ def compare_probes(item: PaperItem, model: str, tables: StudyTables, ctx: StudyC
             out.append(missing_row(why, checkpoint=name))
             continue
         row = found.iloc[0].to_dict()
-        training = (f"trained on {int_text(row.get('train_sentences'))} EWT {ctx.select_split} sentences, "
+        training = (f"trained on {int_text(row.get('train_sentences'))} {treebank} {ctx.select_split} sentences, "
                     f"{int_text(row.get('epochs'))} epochs" if finite(row.get("epochs")) else "")
         control = f"random-init control {pct(row.get('control_uas'))}" if finite(row.get("control_uas")) else ""
         inputs = input_protocol(row)
-        detail = join_text(f"{probe} {row.get('metric', 'uas')} on EWT {ctx.score_split}",
+        detail = join_text(f"{probe} {row.get('metric', 'uas')} on {treebank} {ctx.score_split}",
                            f"n={int_text(row['n'])} words of {int_text(row.get('sentences'))} sentences",
                            ci_text(row), training,
                            _versus(control, row.get("p_vs_control"), ctx.resamples, "control") if control else "",

@@ -3,8 +3,11 @@
 [C] Table 1 items name UD relations or [C]'s Stanford labels (:func:`relation_of`), Table 2 items a
 method and a mention type (:func:`coref_key`), Table 3 items a probe and, for the random-init probe,
 a checkpoint (:func:`probe_key`). Headline heads are held out: selected on ``syntax.select_split`` and
-scored on ``syntax.score_split`` (coreference: on one half of the GUM documents, scored on the other);
-[C]'s own protocol, select and score on the same data, stands beside them.
+scored on ``syntax.score_split`` (coreference: on one half of the coreference treebank's documents, GUM by
+default, scored on the other); [C]'s own protocol, select and score on the same data, stands beside them.
+
+The dependency and probe tables hold every treebank of ``syntax.treebanks`` (their ``treebank`` column);
+the comparison and the panels read the rows of one, ``StudyContext.syntax_treebank`` (:func:`syntax_rows`).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..report.formatting import CONTROL, NO_CHECKPOINT, finite
-from ..report.items import StudyContext
+from ..report.items import StudyContext, StudyTables
 from .dependency import PAPER_LABELS
 
 EITHER, DEP_TO_HEAD = "either", "dependent_to_head"
@@ -36,15 +39,24 @@ def same_split_label(split: str) -> str:
     return f"same split ({split}→{split}, as [C])"
 
 
+def syntax_rows(tables: StudyTables, name: str, model: str, ctx: StudyContext) -> tuple[pd.DataFrame | None, str]:
+    """The rows of ``model`` in the syntax table ``name`` on ``ctx.syntax_treebank`` (every row of a table
+    without a ``treebank`` column), or None and the reason there are none."""
+    return tables.model_rows(name, model, treebank=ctx.syntax_treebank)
+
+
 def treebank_note(ctx: StudyContext) -> str:
-    """The summary footnote on panels B and C: the treebank and how the heads were selected."""
+    """The summary footnote on panels B and C: the treebank (its language where not English) and how the heads
+    were selected."""
     select, score = ctx.select_split, ctx.score_split
     if select != score:
         heads = (f"headline heads selected on {select}, scored on {score}: {held_out_label(select, score)}; "
                  f"light bars: selected and scored on {score}, {same_split_label(score)}")
     else:
         heads = f"heads selected and scored on {score}, {same_split_label(score)}"
-    return f"UD English EWT (gold trees; {heads})"
+    language = ctx.languages.get(ctx.syntax_treebank, "")
+    language = f"language: {language}; " if language and language != "en" else ""
+    return f"{ctx.treebank_name()} treebank ({language}gold trees; {heads})"
 
 
 COREFERENCE_NOTE = ("GUM windows (gold coreference; held out: selected on one half of the documents, scored on "

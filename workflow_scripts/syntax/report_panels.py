@@ -1,6 +1,7 @@
 """Summary panels B, C and D: held-out best heads per relation, probes, coreference (declared in .report).
 
-Each panel shows the numbers the paper comparison headlines: held-out heads, with the same-split
+Panels B and C read the rows of one treebank, ``StudyContext.syntax_treebank``; D the coreference windows
+(gumwin by default). Each panel shows the numbers the paper comparison headlines: held-out heads, with the same-split
 ones beside them, and the input protocol of the treebank dumps; [C]'s values as black diamonds.
 """
 
@@ -35,6 +36,7 @@ from .report_items import (
     probe_key,
     relation_of,
     same_split_label,
+    syntax_rows,
 )
 
 
@@ -47,8 +49,8 @@ def draw_dependency(ax: Any, model: str, tables: StudyTables, items: Sequence[Pa
                     ctx: StudyContext) -> str | None:
     """Panel B. Per relation: the head selected on select_split and scored on score_split (held out), the head
     selected and scored on score_split ([C]'s same-split protocol) and the best fixed offset (held out)."""
-    title = "B  Best head per dependency relation (EWT)"
-    rows, why = tables.model_rows("dependency_best", model)
+    title = f"B  Best head per dependency relation ({ctx.treebank_name()})"
+    rows, why = syntax_rows(tables, "dependency_best", model, ctx)
     checkpoint = main_checkpoint(rows) if rows is not None else None
     if rows is None or checkpoint is None:
         return not_in_study(ax, title, why or "no pretrained rows in dependency_best.csv")
@@ -97,7 +99,7 @@ def draw_dependency(ax: Any, model: str, tables: StudyTables, items: Sequence[Pa
     ax.set_yticklabels(names, fontsize=7)
     ax.set_xlim(0, 185)  # the legend sits right of 100%, clear of the longest bars and their labels
     ax.set_xticks(range(0, 101, 20))
-    ax.set_xlabel(f"accuracy (%) on EWT {score}", fontsize=8)
+    ax.set_xlabel(f"accuracy (%) on {ctx.treebank_name()} {score}", fontsize=8)
     inputs = input_text(input_protocol(rows))
     ax.set_title(f"{title}\n({checkpoint}; bars: best heads, labelled layer-head)"
                  + (f"\n{inputs}" if inputs else ""), fontsize=9, loc="left")
@@ -120,8 +122,8 @@ def _bars_with_paper(ax: Any, names: list[str], values: list[float], paper: list
 def draw_probes(ax: Any, model: str, tables: StudyTables, items: Sequence[PaperItem],
                 ctx: StudyContext) -> str | None:
     """Panel C: probe UAS, the baselines, the random-init control and the best head's spanning tree."""
-    title = "C  Attention probes, UAS (EWT)"
-    rows, why = tables.model_rows("probes", model)
+    title = f"C  Attention probes, UAS ({ctx.treebank_name()})"
+    rows, why = syntax_rows(tables, "probes", model, ctx)
     if rows is None:
         return not_in_study(ax, title, why)
     paper = {probe_key(i.item): i.number for i in reference_items(items, "probes")}

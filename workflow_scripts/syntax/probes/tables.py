@@ -1,8 +1,9 @@
 """Per-sentence probe scores and the study table probes.csv (METHODS 7.5, 10).
 
-Every probe and the MST write one part per (model, checkpoint, probe): the words it scored
-right and in all, per test sentence (:func:`write_scores`); :func:`summarise_probes` turns the
-parts into probes.csv, with bootstrap intervals and paired tests against the random-init control.
+Every probe and the MST write one part per (model, checkpoint, treebank, probe): the words it
+scored right and in all, per test sentence (:func:`write_scores`); :func:`summarise_probes` turns
+the parts into probes.csv (one row per part, with a ``treebank`` column), with bootstrap intervals
+and paired tests against the random-init control of the same treebank.
 """
 
 from __future__ import annotations
@@ -35,32 +36,38 @@ def write_scores(example_ids: Sequence[int], correct: np.ndarray, total: np.ndar
     write_table(table, output, meta)
 
 
-def summarise_probes(parts: Sequence[tuple[str, str, str, str | Path]], output: str | Path, *, resamples: int,
+def summarise_probes(parts: Sequence[tuple[str, str, str, str, str | Path]], output: str | Path, *, resamples: int,
                      seed: int, control_checkpoint: str = "random") -> pd.DataFrame:
-    """probes.csv from the per-sentence parts (model, checkpoint, probe, path); paired tests vs the control."""
+    """probes.csv from the per-sentence parts (model, checkpoint, treebank, probe, path); paired tests vs the
+    control of the same model, treebank and probe."""
     loaded = {}
-    for model, checkpoint, probe, path in parts:
+    treebank_order: dict[str, int] = {}
+    for part in parts:
+        if len(part) != 5:
+            raise AtlasError(f"probe part {part!r}: expected (model, checkpoint, treebank, probe, path)")
+        model, checkpoint, treebank, probe, path = part
+        treebank_order.setdefault(treebank, len(treebank_order))
         table = pq.read_table(path).to_pandas().sort_values("example_id")
-        loaded[(model, checkpoint, probe)] = (table, read_metadata(path))
+        loaded[(model, checkpoint, treebank, probe)] = (table, read_metadata(path))
     rows = []
-    for (model, checkpoint, probe), (table, meta) in loaded.items():
+    for (model, checkpoint, treebank, probe), (table, meta) in loaded.items():
         correct, total = table["correct"].to_numpy(np.float64), table["total"].to_numpy(np.float64)
         estimate, low, high = ratio_bootstrap_ci(correct, total, resamples=resamples, seed=seed)
-        row = {"model": model, "checkpoint": checkpoint, "probe": probe, "input_protocol": meta.get("input_protocol"),
-               "metric": meta.get("metric", "uas"),
+        row = {"model": model, "checkpoint": checkpoint, "treebank": treebank, "probe": probe,
+               "input_protocol": meta.get("input_protocol"), "metric": meta.get("metric", "uas"),
                "uas": float(estimate), "n": int(total.sum()), "ci_low": float(low), "ci_high": float(high),
                "sentences": len(table), "train_sentences": meta.get("train_sentences"),
                "train_uas": meta.get("train_uas"), "epochs": meta.get("epochs"), "lr": meta.get("lr"),
                "seed": meta.get("seed"), "head_label": meta.get("head_label", ""),
                "exclude_punct": meta.get("exclude_punct"), "train_seconds": meta.get("train_seconds")}
-        control = loaded.get((model, control_checkpoint, probe)) if checkpoint not in (control_checkpoint, "none") \
-            else None
+        control = (loaded.get((model, control_checkpoint, treebank, probe))
+                   if checkpoint not in (control_checkpoint, "none") else None)
         if control is not None:
             other = control[0]
             if not np.array_equal(other["example_id"].to_numpy(), table["example_id"].to_numpy()) or \
                     not np.array_equal(other["total"].to_numpy(), table["total"].to_numpy()):
-                raise AtlasError(f"probe {probe}: {checkpoint} and {control_checkpoint} were scored on different "
-                                 "words; rerun snakemake")
+                raise AtlasError(f"probe {probe} on {treebank}: {checkpoint} and {control_checkpoint} were scored on "
+                                 "different words; rerun snakemake")
             diff, _, _, p = paired_bootstrap_test(other["correct"].to_numpy(np.float64), correct, total,
                                                   resamples=resamples, seed=seed)
             row.update({"control_checkpoint": control_checkpoint,
@@ -69,9 +76,10 @@ def summarise_probes(parts: Sequence[tuple[str, str, str, str | Path]], output: 
         rows.append(row)
     frame = pd.DataFrame(rows)
     if len(frame):
-        order = {p: i for i, p in enumerate(("right_branching", "distance_glove", "attn", "attn_glove",
-                                             "mst_best_head"))}
-        frame = frame.sort_values(["model", "probe", "checkpoint"],
-                                  key=lambda s: s.map(order) if s.name == "probe" else s, kind="stable")
+        order = {"probe": {p: i for i, p in enumerate(("right_branching", "distance_glove", "attn", "attn_glove",
+                                                       "mst_best_head"))},
+                 "treebank": treebank_order}
+        frame = frame.sort_values(["model", "treebank", "probe", "checkpoint"],
+                                  key=lambda s: s.map(order[s.name]) if s.name in order else s, kind="stable")
     write_csv(frame, output)
     return frame

@@ -1,0 +1,32 @@
+"""Studies built from config.yaml with overrides, resolved as rules/common.smk does (the study model tests)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import yaml
+from snakemake.utils import update_config, validate
+
+from workflow_scripts.study.config import check_schema, check_semantics, coerce_config, load_schema
+from workflow_scripts.study.model import build_study
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = REPO / "schemas" / "config.schema.yaml"
+MODEL = "bert-base-uncased"
+
+
+def study_of(overrides: dict | None = None, *, results: str = "R"):
+    """The study of config.yaml with ``overrides`` on top, resolved as rules/common.smk does."""
+    config = yaml.safe_load((REPO / "config.yaml").read_text()) or {}
+    update_config(config, {"results": results, **copy.deepcopy(overrides or {})})
+    schema = load_schema(SCHEMA)
+    coerce_config(config, schema)
+    check_schema(config, schema)
+    validate(config, str(SCHEMA))
+    check_semantics(config)
+    return build_study(config)
+
+
+def one_model(**study) -> dict:
+    return {"study": {"models": [MODEL], **study}}

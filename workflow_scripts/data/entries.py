@@ -1,0 +1,180 @@
+"""Treebank and task entries of the config (``treebanks:``, ``tasks:``) as plain typed values.
+
+A corpus is an entry of the config, not a name known to the code: config.yaml holds the built-in
+ones (EWT and GUM, the GLUE tasks and WiC) and a researcher adds their own the same way
+(docs/corpora.md). The study model reads these objects to plan the DAG, the rules pass
+:meth:`TaskSpec.params` / :meth:`TreebankEntry.params` to the jobs (so that changing one entry
+reruns only its branch), and the jobs rebuild them with ``from_params``.
+"""
+
+from __future__ import annotations
+
+import glob
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .registry import GLUE_HUB_DATASET, GLUE_METRICS, GLUE_TASKS, TASK_DISPLAY_NAMES, UD_RELEASE_URL, WIC_LABELS
+
+TREEBANK_FORMATS = ("conllu", "conllx", "malt_tab")
+WIC_SPLITS = {"train": "train", "dev": "dev", "test": "test"}
+
+
+@dataclass(frozen=True)
+class TreebankEntry:
+    """A treebank: where its files are, how they are written, and what they annotate."""
+
+    name: str
+    source: str                        # 'ud', 'path' or 'url'
+    location: str                      # UD repository (UD_German-GSD), local folder, or base URL
+    release: str | None                # UD release tag ('ud' only)
+    format: str                        # one of TREEBANK_FORMATS
+    splits: dict[str, tuple[str, ...]]  # split -> file globs ('path') or file names ('ud', 'url')
+    language: str
+    tagset: str                        # 'upos' or 'ptb' (what the tag column holds)
+    labelled: bool                     # DEPREL holds relation labels
+    display: str
+
+    def params(self) -> dict[str, Any]:
+        return {**asdict(self), "splits": {k: list(v) for k, v in self.splits.items()}}
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> TreebankEntry:
+        return cls(**{**params, "splits": {k: tuple(v) for k, v in params["splits"].items()}})
+
+    def mirror_candidates(self, split: str) -> list[list[str]]:
+        """Mirror-relative files of a UD treebank's split (the mirror keeps UD's repository layout)."""
+        if self.source != "ud":
+            return []
+        return [[f"ud/{self.location}/{name}"] for name in self.splits[split]]
+
+    def local_files(self, split: str) -> list[Path]:
+        """The files of a 'path' treebank's split, in sorted order within each glob."""
+        if self.source != "path":
+            return []
+        files: list[Path] = []
+        for pattern in self.splits[split]:
+            full = pattern if Path(pattern).is_absolute() else str(Path(self.location) / pattern)
+            files += [Path(p) for p in sorted(glob.glob(full)) if Path(p).is_file()]
+        return files
+
+    def urls(self, split: str, ud_release: str) -> list[str]:
+        """Where a 'ud' or 'url' treebank's split is downloaded from."""
+        if self.source == "ud":
+            tag = self.release or ud_release
+            return [UD_RELEASE_URL.format(repo=self.location, tag=tag, file=name) for name in self.splits[split]]
+        if self.source == "url":
+            return [name if "://" in name else f"{self.location.rstrip('/')}/{name}" for name in self.splits[split]]
+        return []
+
+
+def ud_file_name(repository: str, language: str, split: str) -> str:
+    """UD's file name convention: UD_German-GSD, language de -> de_gsd-ud-train.conllu."""
+    return f"{language}_{repository.split('-', 1)[1].lower()}-ud-{split}.conllu"
+
+
+def treebank_entry(name: str, entry: dict[str, Any], *, treebank_splits: list[str]) -> TreebankEntry:
+    """The entry ``treebanks.{name}`` of a schema-validated config (defaults filled in)."""
+    fmt = entry.get("format", "conllu")
+    language = entry.get("language", "en")
+    if "ud" in entry:
+        source, location = "ud", entry["ud"]
+        requested = entry.get("splits") or {s: s for s in treebank_splits}
+        splits = {split: tuple(_as_list(files)) if "splits" in entry else (ud_file_name(location, language, split),)
+                  for split, files in requested.items()}
+    else:
+        source = "path" if "path" in entry else "url"
+        location = entry[source]
+        splits = {split: tuple(_as_list(files)) for split, files in entry["splits"].items()}
+    return TreebankEntry(
+        name=name, source=source, location=location, release=entry.get("release"), format=fmt, splits=splits,
+        language=language, tagset=entry.get("tagset") or ("ptb" if fmt == "malt_tab" else "upos"),
+        labelled=entry.get("labelled", fmt != "malt_tab"), display=entry.get("name") or name)
+
+
+def _as_list(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A text task: its source, its inputs and labels, its metrics and its display name."""
+
+    name: str
+    reader: str                      # 'glue', 'wic', 'hub' or 'table'
+    source: dict[str, Any]           # glue: {task}; hub: {dataset, config, revision}; table: {path, format}
+    splits: dict[str, str]           # study split -> hub split or file under the task's folder
+    text: tuple[str, ...]            # one field, or the two of a pair
+    label: str
+    labels: tuple[Any, ...] | None   # class values in id order; None: regression
+    metrics: tuple[str, ...]         # main metric first
+    dev_split: str
+    language: str
+    annotator: dict[str, Any] | None
+    display: str
+
+    @property
+    def is_regression(self) -> bool:
+        return self.labels is None
+
+    @property
+    def is_pair(self) -> bool:
+        return len(self.text) == 2
+
+    @property
+    def main_metric(self) -> str:
+        return self.metrics[0]
+
+    def params(self) -> dict[str, Any]:
+        values = asdict(self)
+        values.update(text=list(self.text), metrics=list(self.metrics),
+                      labels=None if self.labels is None else list(self.labels))
+        return values
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> TaskSpec:
+        labels = params["labels"]
+        return cls(**{**params, "text": tuple(params["text"]), "metrics": tuple(params["metrics"]),
+                      "labels": None if labels is None else tuple(labels)})
+
+    def local_files(self, split: str) -> list[Path]:
+        """The local file of a 'table' task's split (none for other readers, or a file not there yet)."""
+        if self.reader != "table" or split not in self.splits:
+            return []
+        folder = Path(self.source["path"])
+        path = folder / self.splits[split] if folder.is_dir() else folder
+        return [path] if path.is_file() else []
+
+
+def task_spec(name: str, entry: dict[str, Any]) -> TaskSpec:
+    """The entry ``tasks.{name}`` of a schema-validated config (defaults filled in)."""
+    language, annotator = entry.get("language", "en"), entry.get("annotator")
+    if "glue" in entry:
+        glue = GLUE_TASKS[entry["glue"]]
+        return TaskSpec(
+            name=name, reader="glue", source={"task": glue.name}, splits=dict(glue.splits),
+            text=("text_a", "text_b") if glue.text_b else ("text_a",), label="label", labels=glue.labels,
+            metrics=GLUE_METRICS.get(glue.name, ("accuracy",)),
+            dev_split="dev_matched" if glue.name == "mnli" else "dev",
+            language=language, annotator=annotator, display=entry.get("name") or TASK_DISPLAY_NAMES[glue.name])
+    if "wic" in entry:
+        return TaskSpec(name=name, reader="wic", source={}, splits=dict(WIC_SPLITS), text=("text_a", "text_b"),
+                        label="label", labels=WIC_LABELS, metrics=("accuracy",), dev_split="dev", language=language,
+                        annotator=annotator, display=entry.get("name") or TASK_DISPLAY_NAMES["wic"])
+    regression = entry["kind"] == "regression"
+    metrics = tuple(entry.get("metrics") or (("pearson", "spearman") if regression else ("accuracy",)))
+    dev = entry.get("dev_split", "dev")
+    if "hub" in entry:
+        reader, source = "hub", {"dataset": entry["hub"]["dataset"], "config": entry["hub"].get("config"),
+                                 "revision": entry["hub"].get("revision")}
+        splits = dict(entry["splits"])
+    else:
+        reader, source = "table", {"path": entry["path"], "format": entry.get("format")}
+        splits = dict(entry.get("splits") or {dev: Path(entry["path"]).name})
+    return TaskSpec(name=name, reader=reader, source=source, splits=splits, text=tuple(entry["text"]),
+                    label=entry["label"], labels=None if regression else tuple(entry["labels"]), metrics=metrics,
+                    dev_split=dev, language=language, annotator=annotator, display=entry.get("name") or name)
+
+
+def glue_hub_source(spec: TaskSpec, split: str) -> str:
+    return f"hub dataset {GLUE_HUB_DATASET} ({spec.source['task']}, {spec.splits[split]})"
