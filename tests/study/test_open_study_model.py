@@ -107,3 +107,14 @@ def test_an_unknown_field_of_an_entry_is_a_schema_error(tmp_path):
     config["treebanks"]["ptb"]["fromat"] = "conllx"
     with pytest.raises(ConfigError, match=r"config key 'treebanks.ptb': unknown key\(s\) 'fromat'"):
         study_of(config)
+
+
+def test_a_split_the_entry_does_not_define_is_refused_before_any_job(tmp_path):
+    config = _with_ptb(tmp_path)
+    config["attention"]["corpora"]["ptb"] = ["train", "test"]
+    with pytest.raises(ConfigError, match=r"'attention.corpora.ptb': split\(s\) 'test' are not splits of 'ptb' "
+                                          r"\(train, dev\)"):
+        study_of(config)
+    config = _with_ptb(tmp_path, syntax={"treebanks": ["ewt", "ptb"], "score_split": "test"})
+    with pytest.raises(ConfigError, match=r"'syntax.score_split': 'test' is not a split of treebank 'ptb'"):
+        study_of(config)

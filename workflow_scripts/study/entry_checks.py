@@ -30,6 +30,7 @@ def entry_problems(config: dict[str, Any]) -> list[str]:
         problems += _treebank_problems(corpora, name)
     for name in config["study"]["tasks"]:
         problems += _task_problems(corpora, name)
+    problems += _split_problems(config, corpora)
     for name in config["data"]["coreference_treebanks"]:
         entry = corpora.treebanks[name]
         if entry.format != "conllu":
@@ -65,6 +66,30 @@ def _name_problems(config: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _split_problems(config: dict[str, Any], corpora: Corpora) -> list[str]:
+    """Splits named in the config that the selected entries do not define (offline availability aside)."""
+    selected = {*config["study"]["treebanks"], *config["study"]["tasks"]}
+    problems = []
+    for corpus, splits in config["attention"]["corpora"].items():
+        if corpus not in selected:
+            continue  # a corpus the study does not select is skipped (the default lists ewt, gum and wiki)
+        unknown = [s for s in splits if s not in corpora.splits(corpus)]
+        if unknown:
+            problems.append(f"config key 'attention.corpora.{corpus}': split(s) {', '.join(map(repr, unknown))} "
+                            f"are not splits of {corpus!r} ({', '.join(corpora.splits(corpus))}); fix the names or "
+                            "add the splits to its entry")
+    syntax = config["syntax"]
+    for treebank in syntax["treebanks"]:
+        if treebank not in config["study"]["treebanks"]:
+            continue
+        for key in ("select_split", "score_split"):
+            if syntax[key] not in corpora.splits(treebank):
+                problems.append(f"config key 'syntax.{key}': {syntax[key]!r} is not a split of treebank "
+                                f"{treebank!r} ({', '.join(corpora.splits(treebank))}); name one of its splits "
+                                f"or give its entry that split ('treebanks.{treebank}.splits')")
+    return problems
+
+
 def _treebank_problems(corpora: Corpora, name: str) -> list[str]:
     entry = corpora.treebanks[name]
     if entry.source != "path":
@@ -83,10 +108,13 @@ def _treebank_problems(corpora: Corpora, name: str) -> list[str]:
 
 def _task_problems(corpora: Corpora, name: str) -> list[str]:
     spec = corpora.tasks[name]
+    key = f"tasks.{name}"
+    if spec.reader in ("hub", "table") and spec.dev_split not in spec.splits:
+        return [f"config key '{key}.dev_split': {spec.dev_split!r} is not one of its splits "
+                f"({', '.join(spec.splits)}); name the split to score on, or add it to '{key}.splits'"]
     if spec.reader != "table":
         return []
     path = Path(spec.source["path"])
-    key = f"tasks.{name}"
     if not path.exists():
         return [f"config key '{key}.path': {path} does not exist; give a CSV, TSV or JSON Lines file, or a "
                 f"folder with one file per split named under '{key}.splits'"]
@@ -98,9 +126,6 @@ def _task_problems(corpora: Corpora, name: str) -> list[str]:
                             f"name (relative to '{key}.path') or remove the split")
             continue
         problems += _header_problems(files[0], spec.source.get("format"), [*spec.text, spec.label], key)
-    if spec.dev_split not in spec.splits:
-        problems.append(f"config key '{key}.dev_split': {spec.dev_split!r} is not one of its splits "
-                        f"({', '.join(spec.splits)}); name the split to score on, or add it to '{key}.splits'")
     return problems
 
 
