@@ -56,7 +56,7 @@ class TreebankEntry:
         for pattern in self.splits[split]:
             full = pattern if Path(pattern).is_absolute() else str(Path(self.location) / pattern)
             files += [Path(p) for p in sorted(glob.glob(full)) if Path(p).is_file()]
-        return files
+        return list(dict.fromkeys(files))  # a file two globs match is read once
 
     def urls(self, split: str, ud_release: str) -> list[str]:
         """Where a 'ud' or 'url' treebank's split is downloaded from."""
