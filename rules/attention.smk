@@ -22,6 +22,8 @@ rule annotation:
         annotator=lambda wc: STUDY.annotation(wc.corpus)["annotator"],
         spacy_model=lambda wc: STUDY.annotation(wc.corpus)["spacy_model"],
         stanza_dir=lambda wc: STUDY.annotation(wc.corpus)["stanza_dir"],
+        stanza_models=lambda wc: STUDY.annotation(wc.corpus)["stanza_models"],
+        pretokenized=lambda wc: STUDY.annotation(wc.corpus)["pretokenized"],
         offline=STUDY.offline,
     script:
         "scripts/entry.py"

@@ -214,7 +214,7 @@ def test_spacy_annotation_records_its_annotator(tmp_path):
 
 def test_stanza_without_models_names_the_folder(tmp_path):
     pytest.importorskip("stanza")
-    from workflow_scripts.attention.annotate import StanzaAnnotator
+    from workflow_scripts.attention.stanza_annotator import StanzaAnnotator
     from workflow_scripts.core.errors import AtlasError
 
     with pytest.raises(AtlasError, match="no-models' holds no stanza models of language 'en'"):

@@ -143,7 +143,7 @@ def _semantic_error(**changes: Any) -> str:
 
 def test_stanza_without_a_model_folder_is_refused_before_any_job():
     message = _semantic_error(annotation={"stanza_dir": None})
-    assert "config key 'annotation.stanza_dir' is null, but 'annotation.annotator' is stanza" in message
+    assert "config key 'annotation.stanza_dir' is null, but the annotator is stanza and the study annotates" in message
     # Nothing to annotate, or the spaCy fallback: nothing to check.
     check_semantics(merged(DEFAULT, {"annotation": {"stanza_dir": None, "annotator": "spacy"}}))
     check_semantics(merged(DEFAULT, {"annotation": {"stanza_dir": None}, "study": {"tasks": [], "wiki": False}}))

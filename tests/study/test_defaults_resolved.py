@@ -64,7 +64,7 @@ def test_validate_fills_sections_that_config_yaml_leaves_out():
     def check(node: dict[str, Any], value: dict[str, Any], path: str) -> None:
         for key, sub in node.get("properties", {}).items():
             assert key in value, f"{path}{key} is not filled in"
-            if "properties" in sub:
+            if "properties" in sub and sub.get("default", {}) is not None:  # a null map stays null
                 check(sub, value[key], f"{path}{key}.")
 
     check(schema, resolved, "")

@@ -96,60 +96,19 @@ class SpacyAnnotator:
         return out
 
 
-class StanzaAnnotator:
-    """stanza's UD pipeline (tokenize, pos, lemma, depparse) from a local model directory."""
-
-    def __init__(self, model_dir: str | None, *, language: str = "en", download: bool = False,
-                 use_gpu: bool = False) -> None:
-        import stanza
-
-        if model_dir and download and not (Path(model_dir) / language).is_dir():
-            log.info("downloading stanza %s models to %s", language, model_dir)
-            stanza.download(language, model_dir=model_dir, processors="tokenize,mwt,pos,lemma,depparse")
-        if not model_dir or not (Path(model_dir) / language).is_dir():
-            raise AtlasError(
-                f"stanza model folder {model_dir!r} holds no stanza models of language {language!r} "
-                f"(expected a '{language}' folder, made by stanza.download('{language}', model_dir=DIR)); put them "
-                "there (online, they are downloaded there), or annotate with spaCy, the offline UPOS-only fallback")
-        # Languages without multi-word tokens have no mwt model: stanza leaves the processor out.
-        self.pipeline = stanza.Pipeline(lang=language, dir=model_dir, processors="tokenize,mwt,pos,lemma,depparse",
-                                        download_method=None, use_gpu=use_gpu, logging_level="WARN")
-        self.name = f"stanza:{stanza.__version__}" + ("" if language == "en" else f":{language}")
-
-    def annotate(self, texts: list[str]) -> list[AnnotatedText]:
-        import stanza
-
-        docs = self.pipeline([stanza.Document([], text=t) for t in texts])
-        return [self._convert(doc) for doc in docs]
-
-    @staticmethod
-    def _convert(doc: Any) -> AnnotatedText:
-        result = AnnotatedText()
-        for sentence in doc.sentences:
-            offset = len(result.words)
-            for word in sentence.words:
-                # Words of a multi-word token carry no offsets of their own: use the token's.
-                start = word.start_char if word.start_char is not None else word.parent.start_char
-                end = word.end_char if word.end_char is not None else word.parent.end_char
-                result.words.append(word.text)
-                result.lemmas.append(word.lemma)
-                result.upos.append(word.upos)
-                result.head.append(offset + word.head - 1 if word.head else -1)
-                result.deprel.append(word.deprel)
-                result.char_start.append(start)
-                result.char_end.append(end)
-        return result
-
-
-def make_annotator(annotator: str, *, spacy_model: str, stanza_dir: str | None, offline: bool):
+def make_annotator(annotator: str, *, spacy_model: str, stanza_dir: str | None, offline: bool,
+                   stanza_models: dict[str, str] | None = None, pretokenized: bool = False):
     """The annotator named ``annotator``: 'spacy', or else 'stanza' / 'stanza:LANG' (models from
-    ``stanza_dir``/LANG, English when no language is given)."""
+    ``stanza_dir``/LANG, English when no language is given, or the files of ``stanza_models``)."""
     if annotator == "spacy":
         return SpacyAnnotator(spacy_model)
     tool, _, language = annotator.partition(":")
     if tool != "stanza":
         raise AtlasError(f"unknown annotator {annotator!r}; expected spacy, stanza or stanza:LANG")
-    return StanzaAnnotator(stanza_dir, language=language or "en", download=not offline)
+    from .stanza_annotator import StanzaAnnotator
+
+    return StanzaAnnotator(stanza_dir, language=language or "en", models=stanza_models, pretokenized=pretokenized,
+                           download=not offline and not stanza_models)
 
 
 def _merge(parts: Iterable[AnnotatedText]) -> dict[str, list]:
@@ -197,13 +156,19 @@ def annotate_table(data_path: str | Path, annotator: Any, batch_size: int = 512)
 
 
 def build_annotation(corpus: str, data_path: str | Path, output: str | Path, *, annotator: str,
-                     spacy_model: str, stanza_dir: str | None, offline: bool) -> None:
-    """Write the annotation table of one corpus split (gold for treebanks)."""
+                     spacy_model: str, stanza_dir: str | None, offline: bool,
+                     stanza_models: dict[str, str] | None = None, pretokenized: bool = False) -> None:
+    """Write the annotation table of one corpus split (gold for treebanks); its metadata names the annotator
+    and the models it ran."""
+    models: dict[str, str] = {}
     if "words" in pq.read_schema(data_path).names:
         table, name = gold_annotation(data_path), "gold"
     else:
-        tool = make_annotator(annotator, spacy_model=spacy_model, stanza_dir=stanza_dir, offline=offline)
+        tool = make_annotator(annotator, spacy_model=spacy_model, stanza_dir=stanza_dir, offline=offline,
+                              stanza_models=stanza_models, pretokenized=pretokenized)
         table, name = annotate_table(data_path, tool), tool.name
+        models = getattr(tool, "models", {"pipeline": spacy_model})
     n_words = sum(len(w) for w in table["words"].to_pylist())
-    log.info("%s: %d examples, %d words, annotator %s", corpus, table.num_rows, n_words, name)
-    write_table(table, output, {"corpus": corpus, "annotator": name, "n_words": n_words})
+    log.info("%s: %d examples, %d words, annotator %s %s", corpus, table.num_rows, n_words, name, models)
+    write_table(table, output, {"corpus": corpus, "annotator": name, "annotator_models": models,
+                                "pretokenized": pretokenized, "n_words": n_words})

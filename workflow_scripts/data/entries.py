@@ -112,6 +112,7 @@ class TaskSpec:
     language: str
     annotator: dict[str, Any] | None
     display: str
+    pretokenized: bool = False       # words already separated by spaces: the annotator keeps them
 
     @property
     def is_regression(self) -> bool:
@@ -156,11 +157,13 @@ def task_spec(name: str, entry: dict[str, Any]) -> TaskSpec:
             text=("text_a", "text_b") if glue.text_b else ("text_a",), label="label", labels=glue.labels,
             metrics=GLUE_METRICS.get(glue.name, ("accuracy",)),
             dev_split="dev_matched" if glue.name == "mnli" else "dev",
-            language=language, annotator=annotator, display=entry.get("name") or TASK_DISPLAY_NAMES[glue.name])
+            language=language, annotator=annotator, display=entry.get("name") or TASK_DISPLAY_NAMES[glue.name],
+            pretokenized=entry.get("pretokenized", False))
     if "wic" in entry:
         return TaskSpec(name=name, reader="wic", source={}, splits=dict(WIC_SPLITS), text=("text_a", "text_b"),
                         label="label", labels=WIC_LABELS, metrics=("accuracy",), dev_split="dev", language=language,
-                        annotator=annotator, display=entry.get("name") or TASK_DISPLAY_NAMES["wic"])
+                        annotator=annotator, display=entry.get("name") or TASK_DISPLAY_NAMES["wic"],
+                        pretokenized=entry.get("pretokenized", False))
     regression = entry["kind"] == "regression"
     metrics = tuple(entry.get("metrics") or (("pearson", "spearman") if regression else ("accuracy",)))
     dev = entry.get("dev_split", "dev")
@@ -173,7 +176,8 @@ def task_spec(name: str, entry: dict[str, Any]) -> TaskSpec:
         splits = dict(entry.get("splits") or {dev: Path(entry["path"]).name})
     return TaskSpec(name=name, reader=reader, source=source, splits=splits, text=tuple(entry["text"]),
                     label=entry["label"], labels=None if regression else tuple(entry["labels"]), metrics=metrics,
-                    dev_split=dev, language=language, annotator=annotator, display=entry.get("name") or name)
+                    dev_split=dev, language=language, annotator=annotator, display=entry.get("name") or name,
+                    pretokenized=entry.get("pretokenized", False))
 
 
 def glue_hub_source(spec: TaskSpec, split: str) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from ..attention.stanza_annotator import stanza_model_problems
 from ..core.errors import AtlasError, ConfigError
 from ..data.corpora import Corpora
 from ..models.cards import length_excess, local_position_limit, model_location
@@ -212,27 +213,45 @@ def _max_length_problems(config: dict[str, Any], name: str) -> list[str]:
     return [problem for problem in found if problem]
 
 
-def _annotates_text(config: dict[str, Any]) -> bool:
-    """Whether the study annotates text without gold trees (task corpora, wiki) with the annotator."""
-    return bool(config["study"]["tasks"]) or bool(config["study"]["wiki"])
+def _annotated_corpora(config: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
+    """(corpus, the annotator settings it uses, their config key) of every corpus annotated by a tool:
+    the study's tasks (their entry's 'annotator', else 'annotation') and the Wikipedia segments."""
+    section = config["annotation"]
+    found = []
+    for task in config["study"]["tasks"]:
+        own = (config["tasks"].get(task) or {}).get("annotator")
+        settings = {**section, "annotator": own["tool"], **own} if own else section
+        found.append((task, settings, f"tasks.{task}.annotator" if own else "annotation"))
+    if config["study"]["wiki"]:
+        found.append(("wiki", section, "annotation"))
+    return found
 
 
 def _annotation_problems(config: dict[str, Any]) -> list[str]:
-    annotation = config["annotation"]
-    if annotation["annotator"] != "stanza" or not _annotates_text(config):
-        return []
-    stanza_dir = annotation["stanza_dir"]
-    if stanza_dir is None:
-        return [("config key 'annotation.stanza_dir' is null, but 'annotation.annotator' is stanza and the study "
-                 "annotates text (study.tasks, study.wiki): give the folder of the stanza models (they are "
-                 "downloaded there when online), or set 'annotation.annotator: spacy' (UPOS only)")]
-    if config["offline"] and not (Path(stanza_dir) / "en").is_dir():
-        # A warning, not an error: a dry run (a plan) of an offline study need not have the models yet.
-        log.warning("config key 'annotation.stanza_dir': %s holds no stanza English models (an 'en' folder, "
-                    "made by stanza.download('en', model_dir=DIR)) and 'offline' is true, so the annotation "
-                    "jobs cannot download them; put them there, or set 'annotation.annotator: spacy' "
-                    "(the offline UPOS-only fallback)", stanza_dir)
-    return []
+    problems: list[str] = []
+    by_key: dict[str, tuple[dict[str, Any], list[str]]] = {}  # config key -> (its settings, corpora using them)
+    for corpus, settings, key in _annotated_corpora(config):
+        if settings["annotator"] == "stanza":
+            by_key.setdefault(key, (settings, []))[1].append(corpus)
+    for key, (settings, corpora) in by_key.items():
+        models = settings.get("stanza_models")
+        if models:
+            raw = [c for c in corpora if not (config["tasks"].get(c) or {}).get("pretokenized")]
+            problems += stanza_model_problems(models, f"{key}.stanza_models", raw_text=bool(raw))
+            continue
+        stanza_dir = settings.get("stanza_dir")
+        if stanza_dir is None:
+            problems.append(f"config key '{key}.stanza_dir' is null, but the annotator is stanza and the study "
+                            f"annotates {', '.join(corpora)}: give the folder of the stanza models (they are "
+                            "downloaded there when online) or your own model files ('annotation.stanza_models'), "
+                            "or set 'annotation.annotator: spacy' (UPOS only)")
+        elif config["offline"] and not Path(stanza_dir).is_dir():
+            # A warning, not an error: a dry run (a plan) of an offline study need not have the models yet.
+            log.warning("config key '%s.stanza_dir': %s holds no stanza models (made by stanza.download(LANG, "
+                        "model_dir=DIR)) and 'offline' is true, so the annotation jobs cannot download them; put "
+                        "them there, give your own model files (annotation.stanza_models), or set "
+                        "'annotation.annotator: spacy' (the offline UPOS-only fallback)", key, stanza_dir)
+    return problems
 
 
 def _category_problems(config: dict[str, Any]) -> list[str]:

@@ -21,6 +21,7 @@ from ..core.errors import ConfigError
 from ..data.corpora import WINDOW_SUFFIX, Corpora
 from ..data.entries import TaskSpec
 from ..finetune.tasks import checkpoint_name, task_seeds, task_settings
+from .annotation import annotation_settings, describe_annotators
 from .config import selected_corpora, selected_splits
 from .paths import ResultPaths
 from .stages import STAGES
@@ -95,16 +96,12 @@ class Study:
         return self.corpora.tasks[task].dev_split
 
     def annotation(self, corpus: str) -> dict[str, Any]:
-        """How a corpus's text is annotated: the 'annotation' section, with a task entry's own annotator on
-        top. A stanza annotator of a language other than English is 'stanza:LANG' (its models: DIR/LANG)."""
-        section = self.config["annotation"]
-        spec = self.corpora.tasks.get(corpus)
-        own = (spec.annotator or {}) if spec else {}
-        tool = own.get("tool", section["annotator"])
-        language = spec.language if spec else "en"
-        return {"annotator": f"stanza:{language}" if tool == "stanza" and language != "en" else tool,
-                "spacy_model": own.get("spacy_model", section["spacy_model"]),
-                "stanza_dir": own.get("stanza_dir", section["stanza_dir"])}
+        """How a corpus's text is annotated (workflow_scripts/study/annotation.py)."""
+        return annotation_settings(self.config, self.corpora, corpus)
+
+    def annotator_description(self) -> str:
+        """Who annotates the study's text without gold annotation, with which models (the report says it)."""
+        return describe_annotators(self.config, self.corpora)
 
     def entry_pattern(self, *readers: str) -> str:
         """The wildcard constraint of a data rule: the names of the entries it reads ('treebank', or task
@@ -209,7 +206,7 @@ class Study:
             "analysed_tasks": list(self.effects_tasks),
             "predictions": self.config["finetune_effects"]["predictions"],
             "glove": self.config["study"]["glove"],
-            "annotator": self.config["annotation"]["annotator"],
+            "annotator": self.annotator_description(),
             # How treebank sentences were fed (the captions say it; the tables carry it per row).
             "input_protocol": self.config["attention"]["input_protocol"],
             "syntax_treebank": self.syntax_treebank,

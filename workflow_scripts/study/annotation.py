@@ -1,0 +1,49 @@
+"""Which annotator (and which models) annotates each corpus of a study that has no gold annotation.
+
+The 'annotation' section applies to every such corpus; a task entry may give its own annotator and
+language (``tasks.NAME.annotator``, ``.language``) and say its words are already known
+(``pretokenized``). The annotation rule passes these settings per corpus through ``params:``, so changing
+one task's annotator reruns only that task's branch; the report names annotators and models.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..data.corpora import Corpora
+
+
+def annotation_settings(config: Any, corpora: Corpora, corpus: str) -> dict[str, Any]:
+    """The annotation of ``corpus``: 'annotation' with a task entry's own annotator on top. A stanza
+    annotator of a language other than English is 'stanza:LANG' (its models: DIR/LANG or the files given)."""
+    section = config["annotation"]
+    spec = corpora.tasks.get(corpus)
+    own = (spec.annotator or {}) if spec else {}
+    tool = own.get("tool", section["annotator"])
+    language = spec.language if spec else "en"
+    return {"annotator": f"stanza:{language}" if tool == "stanza" and language != "en" else tool,
+            "spacy_model": own.get("spacy_model", section["spacy_model"]),
+            "stanza_dir": own.get("stanza_dir", section["stanza_dir"]),
+            "stanza_models": own.get("stanza_models", section["stanza_models"]) if tool == "stanza" else None,
+            "pretokenized": bool(spec.pretokenized) if spec else False}
+
+
+def describe_annotators(config: Any, corpora: Corpora) -> str:
+    """One line: the annotators and models of the study's text corpora (tasks, wiki)."""
+    described: dict[str, list[str]] = {}
+    for corpus in [*config["study"]["tasks"], *(["wiki"] if config["study"]["wiki"] else [])]:
+        settings = annotation_settings(config, corpora, corpus)
+        if settings["annotator"] == "spacy":
+            text = f"spaCy {settings['spacy_model']} (UPOS only, no parse)"
+        elif settings["stanza_models"]:
+            files = settings["stanza_models"]
+            named = ", ".join(f"{name} {Path(path).name}" for name, path in files.items() if path)
+            text = f"stanza with model files ({named}{'' if files.get('lemma') else '; lemma = word'})"
+        else:
+            language = settings["annotator"].partition(":")[2] or "en"
+            text = f"stanza with the models of {Path(settings['stanza_dir'] or '.') / language}"
+        described.setdefault(text, []).append(corpus)
+    if len(described) <= 1:
+        return next(iter(described), "")
+    return "; ".join(f"{text} ({', '.join(names)})" for text, names in described.items())
