@@ -25,3 +25,13 @@ def tiny_bert_cased(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_roberta(tmp_path_factory) -> Path:
     return save_tiny_model(tmp_path_factory.mktemp("tiny-roberta"), kind="roberta", layers=3, heads=4)
+
+
+@pytest.fixture(scope="session")
+def tiny_stanza(tmp_path_factory) -> dict:
+    """Tiny stanza models (tokenizer, multi-word token expander, tagger, parser) trained here, offline, on a
+    tiny treebank the test writes (tests/support/stanza_models.py; about 15-25 s once per session)."""
+    pytest.importorskip("stanza")
+    from support.stanza_models import train_tiny_stanza
+
+    return train_tiny_stanza(tmp_path_factory.mktemp("tiny-stanza"))

@@ -53,10 +53,11 @@ def stanza_model_problems(models: dict[str, str] | None, key: str, *, raw_text: 
 
 def _minimal_resources(language: str) -> str:
     """A folder with the smallest resources.json stanza.Pipeline accepts when every model is given as a file
-    (stanza reads it even then, and would otherwise try to download it)."""
+    (stanza reads it even then, and would otherwise try to download it). Without 'packages' and a default
+    tokenizer, stanza fails on raw text with no mwt model; with only those, it runs every combination."""
     folder = Path(tempfile.mkdtemp(prefix="atlas-stanza-"))
-    (folder / "resources.json").write_text(json.dumps({language: {"lang_name": language, "default_processors": {}}}),
-                                           encoding="utf-8")
+    resources = {language: {"lang_name": language, "packages": {}, "tokenize": {"default": {}}}}
+    (folder / "resources.json").write_text(json.dumps(resources), encoding="utf-8")
     return str(folder)
 
 

@@ -103,8 +103,9 @@ def summary_figure(model: str, tables: Mapping[str, str | Path | None],
             ax.set_axis_off()
     shape = f" ({layers} layers x {heads} heads)" if layers and heads else ""
     figure.suptitle(f"{model}{shape}: what its attention heads do", fontsize=13, x=0.01, ha="left")
-    figure.text(0.01, 0.005, textwrap.fill(f"{data_note(panels, study, model, context)} {PAPERS_NOTE}", 200),
-                fontsize=7, color="0.3", va="bottom")
+    note = data_note(panels, study, model, context)
+    log.info("summary page of %s, footnote: %s", model, note)
+    figure.text(0.01, 0.005, textwrap.fill(f"{note} {PAPERS_NOTE}", 200), fontsize=7, color="0.3", va="bottom")
     figure.tight_layout(rect=(0, 0.035, 1, 0.96))
     save_figure(figure, png, pdf)
     missing = {k: v for k, v in states.items() if v}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..attention.stanza_annotator import MODEL_ARGUMENTS
 from ..data.corpora import Corpora
 
 
@@ -38,7 +39,7 @@ def describe_annotators(config: Any, corpora: Corpora) -> str:
             text = f"spaCy {settings['spacy_model']} (UPOS only, no parse)"
         elif settings["stanza_models"]:
             files = settings["stanza_models"]
-            named = ", ".join(f"{name} {Path(path).name}" for name, path in files.items() if path)
+            named = ", ".join(f"{name} {Path(files[name]).name}" for name in MODEL_ARGUMENTS if files.get(name))
             text = f"stanza with model files ({named}{'' if files.get('lemma') else '; lemma = word'})"
         else:
             language = settings["annotator"].partition(":")[2] or "en"
