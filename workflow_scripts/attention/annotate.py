@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
 from ..core.io import write_table
+from .annotated_text import AnnotatedText
 from .texts import example_texts
 
 log = logging.getLogger(__name__)
@@ -40,17 +40,6 @@ ANNOTATION_SCHEMA = pa.schema([
     pa.field("char_start", pa.list_(pa.int32())),
     pa.field("char_end", pa.list_(pa.int32())),
 ])
-
-
-@dataclass
-class AnnotatedText:
-    words: list[str] = field(default_factory=list)
-    lemmas: list[str | None] = field(default_factory=list)
-    upos: list[str] = field(default_factory=list)
-    head: list[int] | None = field(default_factory=list)
-    deprel: list[str] | None = field(default_factory=list)
-    char_start: list[int] = field(default_factory=list)
-    char_end: list[int] = field(default_factory=list)
 
 
 def gold_annotation(data_path: str | Path) -> pa.Table:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import AtlasError
+from .annotated_text import AnnotatedText
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ class StanzaAnnotator:
         self.pipeline = stanza.Pipeline(processors=",".join(processors), **options)
         self.name = f"stanza:{stanza.__version__}" + ("" if language == "en" else f":{language}")
 
-    def annotate(self, texts: list[str]) -> list[Any]:
+    def annotate(self, texts: list[str]) -> list[AnnotatedText]:
         import stanza
 
         if self.pretokenized:
@@ -111,9 +112,7 @@ class StanzaAnnotator:
         return [self._convert(doc) for doc in docs]
 
     @staticmethod
-    def _convert(doc: Any, spans: list[tuple[int, int]] | None = None) -> Any:
-        from .annotate import AnnotatedText
-
+    def _convert(doc: Any, spans: list[tuple[int, int]] | None = None) -> AnnotatedText:
         result = AnnotatedText()
         token_index = 0
         for sentence in doc.sentences:
