@@ -53,8 +53,9 @@ def default_thresholds() -> Thresholds:
 
 def dump_paths(results: Path, model: str, checkpoint: str, task: str) -> tuple[Path, Path]:
     # The dev split the study dumped for the task (its entry's dev_split): dev, or MNLI's dev_matched.
-    dumped = sorted(p.stem for p in (results / "tokens" / model / task).glob("dev*.parquet"))
-    split = "dev_matched" if "dev_matched" in dumped else "dev" if "dev" in dumped or not dumped else dumped[0]
+    # A task's dumps are of its dev split only (train is never dumped for it), so the one token table is it.
+    dumped = sorted(p.stem for p in (results / "tokens" / model / task).glob("*.parquet"))
+    split = dumped[0] if len(dumped) == 1 else "dev_matched" if "dev_matched" in dumped else "dev"
     return (results / "attention" / model / checkpoint / task / split,
             results / "tokens" / model / task / f"{split}.parquet")
 

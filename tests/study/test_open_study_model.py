@@ -118,3 +118,51 @@ def test_a_split_the_entry_does_not_define_is_refused_before_any_job(tmp_path):
     config = _with_ptb(tmp_path, syntax={"treebanks": ["ewt", "ptb"], "score_split": "test"})
     with pytest.raises(ConfigError, match=r"'syntax.score_split': 'test' is not a split of treebank 'ptb'"):
         study_of(config)
+
+
+@pytest.mark.parametrize("change, fragment", [
+    ({"treebanks": {"gsd": {"ud": "UD_German-GSD"}}, "study": {"treebanks": ["ewt", "gsd"]}},
+     "config key 'treebanks.gsd.language': UD_German-GSD is read as UD's files en_gsd-ud-train.conllu"),
+    ({"syntax": {"treebanks": ["ewtt"]}}, "config key 'syntax.treebanks': 'ewtt' is not defined under 'treebanks'"),
+    ({"syntax": {"coref_treebank": "gumm"}}, "config key 'syntax.coref_treebank': 'gumm' is not defined"),
+    ({"study": {"treebanks": ["ewt", "gum"]}, "data": {"coreference_treebanks": []}},
+     "config key 'syntax.coref_treebank': 'gum' is not in 'data.coreference_treebanks'"),
+])
+def test_typos_and_half_configured_treebanks_are_refused_before_any_job(change, fragment):
+    config = one_model(tasks=[], wiki=False, glove=False)
+    for key, value in change.items():
+        config[key] = {**config.get(key, {}), **value}
+    with pytest.raises(ConfigError) as info:
+        study_of(config)
+    assert fragment in str(info.value)
+
+
+def test_a_task_folder_without_splits_asks_for_them(tmp_path):
+    entry = {"path": str(tmp_path), "text": ["s"], "label": "l", "kind": "regression"}
+    with pytest.raises(ConfigError, match=r"'tasks.mine.splits': .* is a folder; name the file of each split"):
+        study_of({**one_model(tasks=["mine"]), "tasks": {"mine": entry}})
+
+
+def test_a_tasks_own_annotator_brings_its_own_models_and_annotation_never_reruns_training(tmp_path):
+    (tmp_path / "dev.csv").write_text("s,l\nGut.,1.5\n", encoding="utf-8")
+    (tmp_path / "pos.pt").write_text("x", encoding="utf-8")
+    english = {name: str(tmp_path / "pos.pt") for name in ("pos", "pos_pretrain", "depparse", "depparse_pretrain")}
+    german = {"path": str(tmp_path / "dev.csv"), "text": ["s"], "label": "l", "kind": "regression", "language": "de",
+              "pretokenized": True, "annotator": {"tool": "stanza", "stanza_dir": str(tmp_path)}}
+    study = study_of({**one_model(tasks=["german"], wiki=False), "tasks": {"german": german},
+                      "annotation": {"annotator": "stanza", "stanza_models": english}})
+    settings = study.annotation("german")
+    assert settings["annotator"] == "stanza:de" and settings["stanza_models"] is None
+    assert settings["stanza_dir"] == str(tmp_path) and settings["pretokenized"] is True
+    params = study.task_spec("german").params()
+    assert not {"annotator", "pretokenized", "display"} & set(params) and params["language"] == "de"
+
+
+def test_a_ud_split_of_several_files_is_one_mirror_candidate():
+    from workflow_scripts.data.entries import treebank_entry
+
+    entry = treebank_entry("hdt", {"ud": "UD_German-HDT", "language": "de",
+                                   "splits": {"train": ["de_hdt-ud-train-a-1.conllu", "de_hdt-ud-train-a-2.conllu"]}},
+                           treebank_splits=["train"])
+    assert entry.mirror_candidates("train") == [["ud/UD_German-HDT/de_hdt-ud-train-a-1.conllu",
+                                                 "ud/UD_German-HDT/de_hdt-ud-train-a-2.conllu"]]

@@ -52,14 +52,22 @@ def stanza_model_problems(models: dict[str, str] | None, key: str, *, raw_text: 
     return problems
 
 
-def _minimal_resources(language: str) -> str:
-    """A folder with the smallest resources.json stanza.Pipeline accepts when every model is given as a file
-    (stanza reads it even then, and would otherwise try to download it). Without 'packages' and a default
-    tokenizer, stanza fails on raw text with no mwt model; with only those, it runs every combination."""
-    folder = Path(tempfile.mkdtemp(prefix="atlas-stanza-"))
-    resources = {language: {"lang_name": language, "packages": {}, "tokenize": {"default": {}}}}
-    (folder / "resources.json").write_text(json.dumps(resources), encoding="utf-8")
-    return str(folder)
+def _resources_know(model_dir: str | None, language: str) -> bool:
+    """Whether a stanza folder's resources.json describes ``language`` (without it, stanza leaves processors out)."""
+    path = Path(model_dir or "") / "resources.json"
+    if not model_dir or not path.is_file():
+        return False
+    try:
+        return language in json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+
+
+# The smallest resources.json stanza.Pipeline accepts when every model is given as a file (stanza reads it even
+# then, and would otherwise try to download it). Without 'packages' and a default tokenizer, stanza fails on raw
+# text with no mwt model; with only those, it runs every combination.
+def minimal_resources(language: str) -> dict[str, Any]:
+    return {language: {"lang_name": language, "packages": {}, "tokenize": {"default": {}}}}
 
 
 class StanzaAnnotator:
@@ -79,8 +87,7 @@ class StanzaAnnotator:
             options.update({MODEL_ARGUMENTS[name]: path for name, path in given.items()})
             if "lemma" not in given:
                 options["lemma_use_identity"] = True  # no lemmatizer: the lemma is the word (as stanza allows)
-            has_resources = model_dir and (Path(model_dir) / "resources.json").is_file()
-            options["dir"] = model_dir if has_resources else _minimal_resources(language)
+            options["dir"] = model_dir if _resources_know(model_dir, language) else self._own_resources(language)
             self.models = {name: str(path) for name, path in given.items()}
         else:
             if model_dir and download and not (Path(model_dir) / language).is_dir():
@@ -98,6 +105,13 @@ class StanzaAnnotator:
             self.models = {"folder": str(Path(model_dir) / language)}
         self.pipeline = stanza.Pipeline(processors=",".join(processors), **options)
         self.name = f"stanza:{stanza.__version__}" + ("" if language == "en" else f":{language}")
+
+    def _own_resources(self, language: str) -> str:
+        """A temporary folder holding :func:`minimal_resources`, removed with the annotator."""
+        self._resources = tempfile.TemporaryDirectory(prefix="atlas-stanza-")
+        (Path(self._resources.name) / "resources.json").write_text(json.dumps(minimal_resources(language)),
+                                                                  encoding="utf-8")
+        return self._resources.name
 
     def annotate(self, texts: list[str]) -> list[AnnotatedText]:
         import stanza

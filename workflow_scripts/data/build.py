@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.errors import SourceUnavailableError
+from ..core.errors import InputFormatError, SourceUnavailableError
 from ..core.io import read_metadata, write_csv, write_table
 from . import glove as glove_parser
 from . import wiki as wiki_parser
@@ -111,18 +112,35 @@ def _treebank_files(entry: TreebankEntry, split: str, files: list[Path], *, mirr
             f"treebank entry {entry.name!r}, split {split!r}: no file in {entry.location} matches "
             f"{', '.join(entry.splits[split])} (fix 'treebanks.{entry.name}.splits.{split}')")
     urls = entry.urls(split, ud_tag)
-    folder = Path(download_dir) / (entry.release or ud_tag if entry.source == "ud" else entry.name)
     tried = _tried(mirror, entry.name, split, entry.mirror_candidates(split))
-    paths = [from_public_source(entry.name, split, url, lambda url=url: download(url, folder / url.rsplit("/", 1)[1]),
+    # Kept under the URL's host and path: two splits' files of one name, or a changed URL, never share a file.
+    paths = [from_public_source(entry.name, split, url,
+                                lambda url=url: download(url, _download_path(download_dir, url)),
                                 offline, mirror, tried) for url in urls]
     return paths, ", ".join(urls)
+
+
+def _download_path(download_dir: str | Path, url: str) -> Path:
+    parsed = urlparse(url)
+    return Path(download_dir) / (parsed.netloc or "local") / parsed.path.lstrip("/")
+
+
+def _read_entry(entry: TreebankEntry, paths: list[Path]) -> list:
+    """The entry's files read as its format; a file that does not parse also names the entry (and, for a line
+    with the wrong columns, its format key)."""
+    try:
+        return read_treebank(paths, entry.format, tagset=entry.tagset)
+    except InputFormatError as error:
+        hint = f"; or set 'treebanks.{entry.name}.format'" if "column" in str(error) else ""
+        error.args = (f"{error} [treebank entry {entry.name!r}, format {entry.format}{hint}]",)
+        raise
 
 
 def build_treebank(entry: TreebankEntry, split: str, files: list[Path], output: str | Path, *,
                    mirror: str | None, offline: bool, download_dir: str | Path, ud_tag: str) -> None:
     paths, source = _treebank_files(entry, split, files, mirror=mirror, offline=offline,
                                     download_dir=download_dir, ud_tag=ud_tag)
-    sentences = read_treebank(paths, entry.format, tagset=entry.tagset)
+    sentences = _read_entry(entry, paths)
     _write(treebank_table(sentences), output, entry.name, split, source,
            n_words=sum(len(s.words) for s in sentences), language=entry.language, format=entry.format,
            labelled=entry.labelled)
@@ -132,7 +150,7 @@ def build_mentions(entry: TreebankEntry, split: str, files: list[Path], output: 
                    mirror: str | None, offline: bool, download_dir: str | Path, ud_tag: str) -> None:
     paths, source = _treebank_files(entry, split, files, mirror=mirror, offline=offline,
                                     download_dir=download_dir, ud_tag=ud_tag)
-    sentences = read_treebank(paths, entry.format, tagset=entry.tagset)
+    sentences = _read_entry(entry, paths)
     table = mention_table(sentences, paths[0] if len(paths) == 1 else entry.location)
     _write(table, output, f"{entry.name}_mentions", split, source,
            n_entities=len({(d, e) for d, e in zip(table["doc_id"].to_pylist(), table["entity"].to_pylist())}))

@@ -17,6 +17,7 @@ from typing import Any
 from .registry import GLUE_HUB_DATASET, GLUE_METRICS, GLUE_TASKS, TASK_DISPLAY_NAMES, UD_RELEASE_URL, WIC_LABELS
 
 TREEBANK_FORMATS = ("conllu", "conllx", "malt_tab")
+ANNOTATION_FIELDS = ("annotator", "pretokenized", "display")  # a task's fields that no data or training job reads
 WIC_SPLITS = {"train": "train", "dev": "dev", "test": "test"}
 
 
@@ -46,7 +47,7 @@ class TreebankEntry:
         """Mirror-relative files of a UD treebank's split (the mirror keeps UD's repository layout)."""
         if self.source != "ud":
             return []
-        return [[f"ud/{self.location}/{name}"] for name in self.splits[split]]
+        return [[f"ud/{self.location}/{name}" for name in self.splits[split]]]  # a split may have several files
 
     def local_files(self, split: str) -> list[Path]:
         """The files of a 'path' treebank's split, in sorted order within each glob."""
@@ -127,16 +128,20 @@ class TaskSpec:
         return self.metrics[0]
 
     def params(self) -> dict[str, Any]:
+        """What the data, fine-tuning and gradient jobs read: not the annotator, 'pretokenized' or the display
+        name, so that changing how a task is annotated reruns its annotation only."""
         values = asdict(self)
         values.update(text=list(self.text), metrics=list(self.metrics),
                       labels=None if self.labels is None else list(self.labels))
+        for key in ANNOTATION_FIELDS:
+            values.pop(key)
         return values
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> TaskSpec:
         labels = params["labels"]
-        return cls(**{**params, "text": tuple(params["text"]), "metrics": tuple(params["metrics"]),
-                      "labels": None if labels is None else tuple(labels)})
+        return cls(**{"annotator": None, "display": params["name"], **params, "text": tuple(params["text"]),
+                      "metrics": tuple(params["metrics"]), "labels": None if labels is None else tuple(labels)})
 
     def local_files(self, split: str) -> list[Path]:
         """The local file of a 'table' task's split (none for other readers, or a file not there yet)."""
@@ -173,6 +178,7 @@ def task_spec(name: str, entry: dict[str, Any]) -> TaskSpec:
         splits = dict(entry["splits"])
     else:
         reader, source = "table", {"path": entry["path"], "format": entry.get("format")}
+        # A single file with no splits is the dev split; a folder needs splits (the entry checks say so).
         splits = dict(entry.get("splits") or {dev: Path(entry["path"]).name})
     return TaskSpec(name=name, reader=reader, source=source, splits=splits, text=tuple(entry["text"]),
                     label=entry["label"], labels=None if regression else tuple(entry["labels"]), metrics=metrics,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from ..core.errors import SourceUnavailableError
+from ..core.errors import AtlasError, SourceUnavailableError
 from ..core.io import atomic_path
 from .registry import mirror_candidates
 
@@ -55,6 +55,8 @@ def from_public_source(corpus: str, split: str, where: str, load: Callable[[], T
     log.info("downloading %s/%s from %s", corpus, split, where)
     try:
         return load()
+    except AtlasError:
+        raise  # the source was reached and its content is wrong: the reader's own message says where
     except Exception as exc:  # any network, HTTP or hub error means "not reachable"
         raise unavailable(corpus, split, tried, exc, mirror) from exc
 

@@ -26,7 +26,9 @@ def annotation_settings(config: Any, corpora: Corpora, corpus: str) -> dict[str,
     return {"annotator": f"stanza:{language}" if tool == "stanza" and language != "en" else tool,
             "spacy_model": own.get("spacy_model", section["spacy_model"]),
             "stanza_dir": own.get("stanza_dir", section["stanza_dir"]),
-            "stanza_models": own.get("stanza_models", section["stanza_models"]) if tool == "stanza" else None,
+            # A task's own annotator brings its own models: the section's (maybe another language's) are not used.
+            "stanza_models": (own.get("stanza_models") if own else section["stanza_models"]) if tool == "stanza"
+            else None,
             "pretokenized": bool(spec.pretokenized) if spec else False}
 
 

@@ -220,7 +220,8 @@ def _annotated_corpora(config: dict[str, Any]) -> list[tuple[str, dict[str, Any]
     found = []
     for task in config["study"]["tasks"]:
         own = (config["tasks"].get(task) or {}).get("annotator")
-        settings = {**section, "annotator": own["tool"], **own} if own else section
+        # A task's own annotator brings its own models: the section's (maybe another language's) are not used.
+        settings = {**section, "stanza_models": None, "annotator": own["tool"], **own} if own else section
         found.append((task, settings, f"tasks.{task}.annotator" if own else "annotation"))
     if config["study"]["wiki"]:
         found.append(("wiki", section, "annotation"))

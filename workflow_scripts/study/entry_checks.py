@@ -53,6 +53,12 @@ def _name_problems(config: dict[str, Any]) -> list[str]:
     problems += _undefined("data.coreference_treebanks", config["data"]["coreference_treebanks"], treebanks,
                            "treebanks")
     problems += _undefined("finetune.per_task", list(config["finetune"]["per_task"]), tasks, "tasks")
+    problems += _undefined("syntax.treebanks", config["syntax"]["treebanks"], treebanks, "treebanks")
+    problems += _undefined("syntax.coref_treebank", [config["syntax"]["coref_treebank"]], treebanks, "treebanks")
+    coref = config["syntax"]["coref_treebank"]
+    if coref in config["study"]["treebanks"] and coref not in config["data"]["coreference_treebanks"]:
+        problems.append(f"config key 'syntax.coref_treebank': {coref!r} is not in 'data.coreference_treebanks', so "
+                        "its mentions are never read; add it there (a CoNLL-U treebank with Entity= annotation)")
     for name in sorted(set(treebanks) & set(tasks)):
         problems.append(f"config keys 'treebanks.{name}' and 'tasks.{name}': a corpus name names one entry; "
                         "rename one of them")
@@ -92,6 +98,10 @@ def _split_problems(config: dict[str, Any], corpora: Corpora) -> list[str]:
 
 def _treebank_problems(corpora: Corpora, name: str) -> list[str]:
     entry = corpora.treebanks[name]
+    if entry.source == "ud" and entry.language == "en" and not entry.location.startswith("UD_English"):
+        return [f"config key 'treebanks.{name}.language': {entry.location} is read as UD's files "
+                f"{entry.splits[next(iter(entry.splits))][0]} ...: give the treebank's language code (e.g. 'de' "
+                f"for UD_German-GSD), or name its files under 'treebanks.{name}.splits'"]
     if entry.source != "path":
         return []
     if not Path(entry.location).is_dir():
@@ -118,6 +128,9 @@ def _task_problems(corpora: Corpora, name: str) -> list[str]:
     if not path.exists():
         return [f"config key '{key}.path': {path} does not exist; give a CSV, TSV or JSON Lines file, or a "
                 f"folder with one file per split named under '{key}.splits'"]
+    if path.is_dir() and spec.splits == {spec.dev_split: path.name}:  # no 'splits' given (entries.task_spec)
+        return [f"config key '{key}.splits': {path} is a folder; name the file of each split under it "
+                f"(e.g. {{train: train.csv, dev: dev.csv}}), or give one file as '{key}.path'"]
     problems = []
     for split, file_name in spec.splits.items():
         files = spec.local_files(split)

@@ -189,9 +189,9 @@ class Study:
     @property
     def syntax_treebank(self) -> str:
         """The labelled treebank the paper comparison and the summary read (the first of syntax.treebanks)."""
-        labelled = [t for _, _, t in self.syntax_targets if self.corpora.treebanks[t].labelled]
-        treebanks = [t for t in self.config["syntax"]["treebanks"] if t in labelled]
-        return treebanks[0] if treebanks else "ewt"
+        analysed = [t for t in self.config["syntax"]["treebanks"] if t in {t for _, _, t in self.syntax_targets}]
+        labelled = [t for t in analysed if self.corpora.treebanks[t].labelled]
+        return (labelled or analysed or ["ewt"])[0]
 
     def report_context(self) -> dict[str, Any]:
         """What the config selects, for the report's reasons and protocol labels (report.items.StudyContext)."""
