@@ -12,6 +12,10 @@ min_version("9.0")
 configfile: os.path.join(workflow.basedir, "config.yaml")
 
 
+# The report's landing page: what the study is, with which models, data, annotators and protocols.
+report: "report/report_workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/models.smk"

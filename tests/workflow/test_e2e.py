@@ -148,6 +148,8 @@ def test_the_report_assembles_every_figure_and_table(built):
     for name in ("summary", "tiny.png", "paper_comparison.csv", "surface_heads.csv", "dependency_best.csv",
                  "probes.csv", "finetune_metrics.csv", "lexical_layers.csv", "pattern_classes.csv"):
         assert name in html, f"{name} is missing from the report"
+    # the landing page says what the study is, from its config (report/report_workflow.rst)
+    assert "Where to start" in html and "Models: tiny." in html and "Treebank sentences fed as: words" in html
 
 
 def test_treebanks_are_fed_as_gold_words_and_every_table_says_so(built):
