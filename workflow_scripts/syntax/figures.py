@@ -92,8 +92,12 @@ def dependency_heatmaps(heads_csv: str | Path, best_csv: str | Path, png: str | 
         ax.axis("off")
     if image is not None:
         figure.colorbar(image, ax=axes, shrink=0.6, label=f"accuracy on {score_split}")
+    skipped = [r for r in relations if r not in set(heads["relation"])]
+    # An unlabelled treebank (Malt-TAB) has only 'all': the figure says which relations it skipped and why.
+    note = (f"\nnot in this treebank's labels, skipped: {', '.join(skipped)}"
+            + (" (unlabelled treebank: no relation labels)" if shown == ["all"] else "") if skipped else "")
     figure.suptitle(f"{_named(model, checkpoint, treebank)}: each head as a parser, per relation (box: best head "
-                    f"selected on {select_split})", fontsize=10)
+                    f"selected on {select_split}){note}", fontsize=10 if not skipped else 8)
     save_figure(figure, png, pdf)
 
 
