@@ -89,6 +89,7 @@ rule extract_attention:
         gpu=1 if ATTENTION["device"] == "cuda" else 0,
     params:
         num_shards=ATTENTION["num_shards"],
+        compression=ATTENTION["compression"],
         batch_size=ATTENTION["batch_size"],
         max_batch_tokens=ATTENTION["max_batch_tokens"],
         device=ATTENTION["device"],

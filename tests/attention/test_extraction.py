@@ -71,7 +71,7 @@ def _whitespace_annotation(data_path, output):
     return output
 
 
-def _dump(tmp_path, model_dir, pairs, n_shards=3, max_length=64, batch_size=3):
+def _dump(tmp_path, model_dir, pairs, n_shards=3, max_length=64, batch_size=3, compression="lz4"):
     data = _data(tmp_path, pairs)
     annotation = _whitespace_annotation(data, tmp_path / "annotation.parquet")
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
@@ -83,7 +83,8 @@ def _dump(tmp_path, model_dir, pairs, n_shards=3, max_length=64, batch_size=3):
     manifest = write_manifest(tmp_path / "ckpt", model_dir)
     out = tmp_path / "dump"
     summary = extract_attention(manifest, token_path, out, n_shards=n_shards, batch_size=batch_size,
-                                max_batch_tokens=10_000, device="cpu", threads=1, offline=False)
+                                max_batch_tokens=10_000, device="cpu", threads=1, offline=False,
+                                compression=compression)
     return data, token_path, out, summary, stats
 
 
@@ -115,6 +116,23 @@ def test_stored_maps_equal_a_direct_forward_pass(tmp_path, request, fixture, pai
         seen.add(example.example_id)
     assert seen == set(range(len(SENTENCES)))
     assert summary["bytes_per_value"] > 0
+
+
+@pytest.mark.parametrize("compression", ["zstd", "none"])
+def test_every_codec_reads_back_the_same_maps(tmp_path, tiny_bert, compression):
+    """attention.compression changes the bytes on disk, never the maps read back (lz4 is the baseline)."""
+    for folder in ("lz4", compression):
+        (tmp_path / folder).mkdir()
+    _, _, baseline, lz4, _ = _dump(tmp_path / "lz4", tiny_bert, pairs=True)
+    _, _, other, summary, _ = _dump(tmp_path / compression, tiny_bert, pairs=True, compression=compression)
+    codec = "ZSTD" if compression == "zstd" else "UNCOMPRESSED"
+    shard = pq.ParquetFile(other / shard_names(3)[0])
+    assert shard.metadata.row_group(0).column(2).compression == codec
+    assert summary["compression"] == compression and lz4["compression"] == "lz4"
+    expected = {example.example_id: example.attention for example in AttentionDump(baseline).iter_examples()}
+    for example in AttentionDump(other).iter_examples():
+        np.testing.assert_array_equal(example.attention, expected.pop(example.example_id))
+    assert not expected
 
 
 def test_random_access_and_word_level_maps(tmp_path, tiny_bert):
@@ -235,7 +253,7 @@ def write_then_die(self, *args, **kwargs):
     return original(self, *args, **kwargs)
 pq.ParquetWriter.write_batch = write_then_die
 extract_attention({manifest!r}, {tokens!r}, {out!r}, n_shards=2, batch_size=1, max_batch_tokens=10000, device="cpu",
-                  threads=1, offline=False)
+                  threads=1, offline=False, compression="lz4")
 """
 
 
@@ -264,7 +282,7 @@ def test_a_job_killed_mid_write_leaves_nothing_a_rerun_would_trust(tmp_path, tin
         AttentionDump(out)
     # A rerun cleans the leftovers and completes.
     extract_attention(manifest, tmp_path / "tokens.parquet", out, n_shards=2, batch_size=32, max_batch_tokens=8192,
-                      device="cpu", threads=1, offline=False)
+                      device="cpu", threads=1, offline=False, compression="lz4")
     assert {p.name for p in out.iterdir()} == {*shard_names(2), "manifest.json"}
     assert len(list(AttentionDump(out).iter_examples())) == len(SENTENCES)
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
@@ -109,11 +110,11 @@ class AttentionDump:
                 raise self._corrupt(path, f"it belongs to another dump: its {key} is {footer.get(key)!r}, the "
                                           f"manifest expects {value!r}")
 
-    def _decode(self, example_id: int, n_tokens: int, blob: bytes, path: Path) -> ExampleMaps:
+    def _decode(self, example_id: int, n_tokens: int, blob: np.ndarray, path: Path) -> ExampleMaps:
         expected = self.num_layers * self.num_heads * n_tokens * n_tokens * 2
         if len(blob) != expected:
             raise self._corrupt(path, f"example {example_id} has {len(blob)} bytes, expected {expected}")
-        maps = np.frombuffer(blob, dtype="<f2").reshape(self.num_layers, self.num_heads, n_tokens, n_tokens)
+        maps = blob.view("<f2").reshape(self.num_layers, self.num_heads, n_tokens, n_tokens)
         return ExampleMaps(int(example_id), maps)
 
     def _row_groups(self, shard: Mapping, parquet: pq.ParquetFile, groups: list[int],
@@ -127,10 +128,16 @@ class AttentionDump:
             example_ids = table["example_id"].to_numpy()
             if ids_digest is not None:
                 ids_digest.update(np.ascontiguousarray(example_ids, dtype="<i8").tobytes())
-            lengths = table["n_tokens"].to_pylist()
-            blobs = table["attention"].to_pylist()
-            for example_id, n_tokens, blob in zip(example_ids.tolist(), lengths, blobs):
-                yield self._decode(example_id, n_tokens, blob, path)
+            lengths = table["n_tokens"].to_numpy()
+            start = 0
+            for chunk in table["attention"].chunks:
+                # Zero copy: each example's maps are a view into the row group's Arrow buffer,
+                # not a Python bytes object (a copy) decoded afterwards.
+                offsets, values = _binary_buffers(chunk)
+                for row in range(len(chunk)):
+                    blob = values[offsets[row]:offsets[row + 1]]
+                    yield self._decode(int(example_ids[start + row]), int(lengths[start + row]), blob, path)
+                start += len(chunk)
 
     def iter_examples(self) -> Iterator[ExampleMaps]:
         """Every example's token-level maps, one row group in memory at a time (storage order).
@@ -166,6 +173,15 @@ class AttentionDump:
         """Every example's word-level maps (METHODS 5), optionally for some layers only."""
         for example in self.iter_examples():
             yield to_word_level(example, token_words[example.example_id], n_words[example.example_id], layers)
+
+
+def _binary_buffers(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """The offsets and bytes of a (large_)binary Arrow array as numpy views, without copying."""
+    _, offsets_buffer, values_buffer = chunk.buffers()
+    offset_type = np.int64 if pa.types.is_large_binary(chunk.type) else np.int32
+    offsets = np.frombuffer(offsets_buffer, dtype=offset_type)[chunk.offset:chunk.offset + len(chunk) + 1]
+    values = np.frombuffer(values_buffer, dtype=np.uint8) if values_buffer is not None else np.zeros(0, np.uint8)
+    return offsets, values
 
 
 def to_word_level(example: ExampleMaps, token_word: np.ndarray, n_words: int,

@@ -35,7 +35,7 @@ def extract_attention(smk: Any) -> None:
     from ..attention.extract import extract_attention as extract
 
     extract(smk.input.checkpoint, smk.input.tokens, Path(smk.output.manifest).parent,
-            n_shards=smk.params.num_shards, batch_size=smk.params.batch_size,
+            n_shards=smk.params.num_shards, compression=smk.params.compression, batch_size=smk.params.batch_size,
             max_batch_tokens=smk.params.max_batch_tokens, device=smk.params.device, threads=smk.threads,
             offline=smk.params.offline)
 
