@@ -109,6 +109,7 @@ DEFAULT = {
         },
         "mem_mb": 8000,
         "num_shards": 4,
+        "compression": "lz4",  # added with the key (the speed issue)
         "runtime": 240,
         "threads": 2,
     },
