@@ -25,6 +25,7 @@ include: "rules/surface.smk"
 include: "rules/syntax.smk"
 include: "rules/finetune_effects.smk"
 include: "rules/report.smk"
+include: "rules/explorer.smk"
 
 
 # One run at a time per results folder, from whichever clone or working directory

@@ -31,10 +31,11 @@ for _note in STUDY.notes:
     logger.warning(_note)
 
 
+# A model name is one plain folder name (workflow_scripts/study/path_names.py checks the config's before this).
 wildcard_constraints:
     split="[a-z_]+",
     task="[a-z][a-z0-9]*",
     treebank="[a-z][a-z0-9]*",
-    model="[^/]+",
+    model="[A-Za-z0-9][A-Za-z0-9._+-]*",
     corpus="[a-z0-9]+",
     checkpoint="[^/]+",

@@ -6,6 +6,20 @@
 
 DATA = STUDY.config["data"]
 
+# The rules that may download run on the node Snakemake runs on: under a cluster profile the login node, where
+# the internet is (compute nodes often have none). Offline (e.g. after the prefetch, README "Cluster without
+# internet on compute nodes") nothing downloads and they are ordinary jobs. On a workstation this changes nothing.
+if not STUDY.offline:
+
+    localrules:
+        glue_table,
+        wic_table,
+        task_table,
+        treebank_table,
+        coreference_mentions,
+        wiki_segments,
+        glove_vectors,
+
 
 rule glue_table:
     input:
@@ -49,6 +63,7 @@ rule wic_table:
         mirror=STUDY.mirror,
         offline=STUDY.offline,
         downloads=STUDY.config["downloads"],
+        release=DATA["wic"],
     script:
         "scripts/entry.py"
 
@@ -96,6 +111,8 @@ rule treebank_table:
         offline=STUDY.offline,
         downloads=STUDY.config["downloads"],
         ud_release=DATA["ud_release"],
+        # A function: Snakemake would read the template's {repo}, {tag} and {file} as wildcards.
+        ud_url=lambda wc: DATA["ud_url"],
     script:
         "scripts/entry.py"
 
@@ -121,6 +138,8 @@ rule coreference_mentions:
         offline=STUDY.offline,
         downloads=STUDY.config["downloads"],
         ud_release=DATA["ud_release"],
+        # A function: Snakemake would read the template's {repo}, {tag} and {file} as wildcards.
+        ud_url=lambda wc: DATA["ud_url"],
     script:
         "scripts/entry.py"
 
@@ -167,6 +186,7 @@ rule glove_vectors:
         offline=STUDY.offline,
         max_words=DATA["glove"]["max_words"],
         downloads=STUDY.config["downloads"],
+        release={k: DATA["glove"][k] for k in ("url", "sha256")},
     script:
         "scripts/entry.py"
 

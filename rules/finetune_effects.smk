@@ -61,7 +61,8 @@ rule pattern_cnn:
     input:
         unpack(STUDY.inputs.pattern_cnn),
     output:
-        model=f"{FE_DIR}/{{model}}/pattern_cnn.pt",
+        model=f"{FE_DIR}/{{model}}/pattern_cnn.safetensors",
+        model_info=f"{FE_DIR}/{{model}}/pattern_cnn.json",
         labels=f"{FE_DIR}/{{model}}/pattern_labels.csv",
         metrics=f"{FE_DIR}/{{model}}/pattern_classifier.csv",
     log:

@@ -1,6 +1,17 @@
 # Models (METHODS 1, 3): resolve every selected model (hub id, local path or package folder), record what it
 # is, and make its pretrained and random-init checkpoints.
 
+# The rules that may reach the hub (the model card fetches a hub model whole, weights included, into the
+# Hugging Face cache) run on the node Snakemake runs on, under a cluster profile the login node, where the
+# internet is; later jobs load the weights from the cache. Offline (e.g. after the prefetch) nothing downloads
+# and they are ordinary jobs. On a workstation this changes nothing.
+if not STUDY.offline:
+
+    localrules:
+        model_card,
+        pretrained_checkpoint,
+        random_checkpoint,
+
 
 rule model_card:
     output:

@@ -265,6 +265,8 @@ def test_summarize(tmp_path):
     assert int(frame["words"].iloc[1]) == 2
     assert frame["source"].tolist() == [f"mirror:{glue_src}", f"mirror:{tb_src}"]
     text = csv_out.read_text().splitlines()
-    assert text[0] == "corpus,split,rows,words,source,language,path"
+    # Read from local files, nothing was downloaded: no digest of a download to show.
+    assert text[0] == "corpus,split,rows,words,source,language,path,download_sha256,download_check"
+    assert frame["download_sha256"].isna().all() and frame["download_check"].isna().all()
     assert text[1].startswith("cola,dev,3,,mirror:")
     assert text[2].startswith("ewt,dev,1,2,mirror:")

@@ -81,9 +81,9 @@ def test_no_example_has_maps_on_both_sides_of_the_cnn_split(tmp_path):
     # 60 of the 96 maps of 12 examples: most examples several times.
     seeded = seed_labels(features, 60, seed=0, balanced=True)
     seeded.to_csv(tmp_path / "seed.csv", index=False)
-    metrics = train_pattern_cnn(tmp_path / "seed.csv", None, dumps, tmp_path / "cnn.pt", tmp_path / "labels.csv",
-                                tmp_path / "classifier.csv", model="tiny", size=8, epochs=1, seed=0, holdout=0.25,
-                                learning_rate=3e-3, batch_size=32,
+    metrics = train_pattern_cnn(tmp_path / "seed.csv", None, dumps, tmp_path / "cnn.safetensors",
+                                tmp_path / "labels.csv", tmp_path / "classifier.csv", model="tiny", size=8, epochs=1,
+                                seed=0, holdout=0.25, learning_rate=3e-3, batch_size=32,
                                 thresholds=Thresholds(structured=0.6, vertical=0.3, diagonal=0.3, block=0.8), threads=1)
     labels = pd.read_csv(tmp_path / "labels.csv")
     sides = labels.groupby(["task", "example_id"])["split"].nunique()
@@ -154,7 +154,7 @@ def test_cnn_training_from_seeded_and_human_labels_end_to_end(tmp_path):
         "checkpoint,task,example_id,layer,head,class\n"
         f"{first['checkpoint']},rte,{first['example_id']},{first['layer']},{first['head']},Heterogeneous\n"
         "pretrained,rte,11,1,1,Heterogeneous\n")
-    metrics = train_pattern_cnn(tmp_path / "seed.csv", tmp_path / "human.csv", dumps, tmp_path / "cnn.pt",
+    metrics = train_pattern_cnn(tmp_path / "seed.csv", tmp_path / "human.csv", dumps, tmp_path / "cnn.safetensors",
                                 tmp_path / "labels.csv", tmp_path / "classifier.csv", model="tiny", size=16,
                                 epochs=15, seed=0, learning_rate=3e-3, batch_size=16, holdout=0.25,
                                 thresholds=Thresholds(structured=0.6, vertical=0.3, diagonal=0.3, block=0.8), threads=1)
@@ -175,8 +175,8 @@ def test_cnn_training_from_seeded_and_human_labels_end_to_end(tmp_path):
     shares = pattern_classes_part(features[("pretrained", "rte")], tmp_path / "shares.csv", model="tiny",
                                   checkpoint="pretrained", task="rte",
                                   checkpoint_manifest=placeholder_checkpoint(tmp_path / "ckpt"), classifier="cnn",
-                                  cnn_model=tmp_path / "cnn.pt", dump_dir=dump, token_table=tokens, resamples=50,
-                                  seed=0, threads=1)
+                                  cnn_model=tmp_path / "cnn.safetensors", dump_dir=dump, token_table=tokens,
+                                  resamples=50, seed=0, threads=1)
     assert shares["share"].sum() == pytest.approx(1.0) and (shares["n"] == 48).all()
     assert (shares["classifier"] == "cnn").all()
 
@@ -186,7 +186,7 @@ def test_labels_for_a_dump_the_study_lacks_are_named(tmp_path):
     (tmp_path / "seed.csv").write_text("checkpoint,task,example_id,layer,head,class,source\n"
                                        "random,cola,1,0,0,Block,human\n")
     with pytest.raises(Exception, match="random.*cola.*no attention dump"):
-        train_pattern_cnn(tmp_path / "seed.csv", None, dumps, tmp_path / "cnn.pt", tmp_path / "l.csv",
+        train_pattern_cnn(tmp_path / "seed.csv", None, dumps, tmp_path / "cnn.safetensors", tmp_path / "l.csv",
                           tmp_path / "m.csv", model="tiny", size=8, epochs=1, seed=0, learning_rate=3e-3,
                           batch_size=32, holdout=0.25,
                           thresholds=Thresholds(structured=0.6, vertical=0.3, diagonal=0.3, block=0.8), threads=1)

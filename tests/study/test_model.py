@@ -135,4 +135,4 @@ def test_rule_inputs_follow_the_wildcards_and_the_study():
     assert effects["tokens"] == f"R/tokens/{MODEL}/cola/dev.parquet"
     rule_classes = inputs.pattern_classes(SimpleNamespace(model=MODEL, checkpoint="pretrained", corpus="cola"))
     assert set(rule_classes) == ({"checkpoint", "features"} if study.config["finetune_effects"]["classifier"] == "rule"
-                                 else {"checkpoint", "features", "dump", "tokens", "cnn"})
+                                 else {"checkpoint", "features", "dump", "tokens", "cnn", "cnn_info"})

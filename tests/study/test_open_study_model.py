@@ -77,6 +77,9 @@ def test_a_local_csv_task_is_fine_tuned_and_analysed_like_a_built_in_one(tmp_pat
      "config key 'treebanks.ptb.path': /no/such/folder is not a folder"),
     ({"data": {"coreference_treebanks": ["ptb"]}}, "treebank 'ptb' is malt_tab, but coreference mentions are read"),
     ({"tasks": {"ptb": {"glue": "cola"}}}, "config keys 'treebanks.ptb' and 'tasks.ptb': a corpus name names one"),
+    ({"treebanks": {"ewt": {"ud": "UD_English-EWT", "sha256": {"en_ewt-ud-dev.conll": "a" * 64}}}},
+     "config key 'treebanks.ewt.sha256': 'en_ewt-ud-dev.conll' is not a file of the entry (its files: "
+     "en_ewt-ud-train.conllu, en_ewt-ud-dev.conllu, en_ewt-ud-test.conllu)"),
 ])
 def test_bad_entries_are_refused_before_any_job(tmp_path, change, fragment):
     config = _with_ptb(tmp_path)

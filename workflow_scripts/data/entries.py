@@ -10,11 +10,21 @@ reruns only its branch), and the jobs rebuild them with ``from_params``.
 from __future__ import annotations
 
 import glob
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .registry import GLUE_HUB_DATASET, GLUE_METRICS, GLUE_TASKS, TASK_DISPLAY_NAMES, UD_RELEASE_URL, WIC_LABELS
+from .registry import (
+    GLUE_HUB_DATASET,
+    GLUE_METRICS,
+    GLUE_TASKS,
+    TASK_DISPLAY_NAMES,
+    UD_RELEASE_URL,
+    WIC_LABELS,
+    hub_mirror_file,
+    mirror_candidates,
+    url_mirror_file,
+)
 
 TREEBANK_FORMATS = ("conllu", "conllx", "malt_tab")
 ANNOTATION_FIELDS = ("annotator", "pretokenized", "display")  # a task's fields that no data or training job reads
@@ -35,19 +45,26 @@ class TreebankEntry:
     tagset: str                        # 'upos' or 'ptb' (what the tag column holds)
     labelled: bool                     # DEPREL holds relation labels
     display: str
+    sha256: dict[str, str] = field(default_factory=dict)  # file (as splits names it) -> its sha256 ('ud', 'url')
 
     def params(self) -> dict[str, Any]:
-        return {**asdict(self), "splits": {k: list(v) for k, v in self.splits.items()}}
+        values = {**asdict(self), "splits": {k: list(v) for k, v in self.splits.items()}}
+        if not self.sha256:
+            values.pop("sha256")  # an entry without checksums keeps the params (and tables) it had before them
+        return values
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> TreebankEntry:
         return cls(**{**params, "splits": {k: tuple(v) for k, v in params["splits"].items()}})
 
     def mirror_candidates(self, split: str) -> list[list[str]]:
-        """Mirror-relative files of a UD treebank's split (the mirror keeps UD's repository layout)."""
-        if self.source != "ud":
-            return []
-        return [[f"ud/{self.location}/{name}" for name in self.splits[split]]]  # a split may have several files
+        """Mirror-relative files of a downloaded treebank's split: a UD treebank's keep UD's repository layout
+        (ud/REPO/FILE), a 'url' treebank's the URL's host and path (url/HOST/PATH)."""
+        if self.source == "ud":
+            return [[f"ud/{self.location}/{name}" for name in self.splits[split]]]  # a split may have several files
+        if self.source == "url":
+            return [[url_mirror_file(url) for url in self.urls(split, "")]]
+        return []
 
     def local_files(self, split: str) -> list[Path]:
         """The files of a 'path' treebank's split, in sorted order within each glob."""
@@ -59,11 +76,11 @@ class TreebankEntry:
             files += [Path(p) for p in sorted(glob.glob(full)) if Path(p).is_file()]
         return list(dict.fromkeys(files))  # a file two globs match is read once
 
-    def urls(self, split: str, ud_release: str) -> list[str]:
-        """Where a 'ud' or 'url' treebank's split is downloaded from."""
+    def urls(self, split: str, ud_release: str, ud_url: str = UD_RELEASE_URL) -> list[str]:
+        """Where a 'ud' or 'url' treebank's split is downloaded from (``ud_url``: the UD URL template)."""
         if self.source == "ud":
             tag = self.release or ud_release
-            return [UD_RELEASE_URL.format(repo=self.location, tag=tag, file=name) for name in self.splits[split]]
+            return [ud_url.format(repo=self.location, tag=tag, file=name) for name in self.splits[split]]
         if self.source == "url":
             return [name if "://" in name else f"{self.location.rstrip('/')}/{name}" for name in self.splits[split]]
         return []
@@ -90,7 +107,8 @@ def treebank_entry(name: str, entry: dict[str, Any], *, treebank_splits: list[st
     return TreebankEntry(
         name=name, source=source, location=location, release=entry.get("release"), format=fmt, splits=splits,
         language=language, tagset=entry.get("tagset") or ("ptb" if fmt == "malt_tab" else "upos"),
-        labelled=entry.get("labelled", fmt != "malt_tab"), display=entry.get("name") or name)
+        labelled=entry.get("labelled", fmt != "malt_tab"), display=entry.get("name") or name,
+        sha256={file: digest.lower() for file, digest in (entry.get("sha256") or {}).items()})
 
 
 def _as_list(value: str | list[str]) -> list[str]:
@@ -142,6 +160,16 @@ class TaskSpec:
         labels = params["labels"]
         return cls(**{"annotator": None, "display": params["name"], **params, "text": tuple(params["text"]),
                       "metrics": tuple(params["metrics"]), "labels": None if labels is None else tuple(labels)})
+
+    def mirror_candidates(self, split: str) -> list[list[str]]:
+        """Mirror-relative file sets that can provide a split, best first (none for a 'table' task's own files)."""
+        if self.reader == "glue":
+            return mirror_candidates(self.source["task"], split)
+        if self.reader == "wic":
+            return mirror_candidates("wic", split)
+        if self.reader == "hub" and split in self.splits:
+            return [[hub_mirror_file(self.source["dataset"], self.source.get("config"), self.splits[split])]]
+        return []
 
     def local_files(self, split: str) -> list[Path]:
         """The local file of a 'table' task's split (none for other readers, or a file not there yet)."""

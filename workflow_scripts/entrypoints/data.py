@@ -36,7 +36,8 @@ def wic_table(smk: Any) -> None:
     from ..data.build import build_wic
 
     build_wic(smk.wildcards.split, _mirror_files(smk), smk.output[0], mirror=smk.params.mirror,
-              offline=smk.params.offline, download_dir=smk.params.downloads)
+              offline=smk.params.offline, download_dir=smk.params.downloads, url=smk.params.release["url"],
+              sha256=smk.params.release["sha256"])
 
 
 @entry_point("treebank_table")
@@ -47,7 +48,7 @@ def treebank_table(smk: Any) -> None:
     build_treebank(TreebankEntry.from_params(dict(smk.params.treebank)), smk.wildcards.split, _mirror_files(smk),
                    smk.output[0],
                    mirror=smk.params.mirror, offline=smk.params.offline,
-                   download_dir=smk.params.downloads, ud_tag=smk.params.ud_release)
+                   download_dir=smk.params.downloads, ud_tag=smk.params.ud_release, ud_url=smk.params.ud_url)
 
 
 @entry_point("coreference_mentions")
@@ -58,7 +59,7 @@ def coreference_mentions(smk: Any) -> None:
     build_mentions(TreebankEntry.from_params(dict(smk.params.treebank)), smk.wildcards.split, _mirror_files(smk),
                    smk.output[0],
                    mirror=smk.params.mirror, offline=smk.params.offline,
-                   download_dir=smk.params.downloads, ud_tag=smk.params.ud_release)
+                   download_dir=smk.params.downloads, ud_tag=smk.params.ud_release, ud_url=smk.params.ud_url)
 
 
 @entry_point("wiki_segments")
@@ -75,7 +76,8 @@ def glove_vectors(smk: Any) -> None:
     from ..data.build import build_glove
 
     build_glove(_mirror_files(smk), smk.output[0], max_words=smk.params.max_words,
-                mirror=smk.params.mirror, offline=smk.params.offline, download_dir=smk.params.downloads)
+                mirror=smk.params.mirror, offline=smk.params.offline, download_dir=smk.params.downloads,
+                url=smk.params.release["url"], sha256=smk.params.release["sha256"])
 
 
 @entry_point("data_summary")

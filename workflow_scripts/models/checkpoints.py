@@ -59,6 +59,17 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
                          "snakemake to rebuild the checkpoint") from exc
 
 
+def weights_options(manifest: dict[str, Any]) -> dict[str, Any]:
+    """``from_pretrained`` options for a checkpoint's weights.
+
+    The workflow's own checkpoints (random, fine-tuned) are saved as safetensors, so they are read as
+    safetensors only: a pickle (``pytorch_model.bin``) left beside or instead of them in a shared results
+    folder is never read. A pretrained model is read as its source ships it (transformers reads a ``.bin``
+    with ``torch.load(weights_only=True)``, which builds tensors only). docs/security.md.
+    """
+    return {"use_safetensors": True} if manifest.get("kind") in ("random", "finetuned") else {}
+
+
 def load_checkpoint(manifest_path: str | Path, *, with_attentions: bool = True, offline: bool):
     """Load (tokenizer, model) of a checkpoint, with eager attention so maps are returned."""
     from transformers import AutoModel, AutoTokenizer
@@ -69,7 +80,8 @@ def load_checkpoint(manifest_path: str | Path, *, with_attentions: bool = True, 
         kwargs["revision"] = manifest["revision"]
     tokenizer = AutoTokenizer.from_pretrained(manifest["load_from"], **kwargs)
     # Fused (SDPA/flash) kernels return no attention weights: eager is required (METHODS 1).
-    model = AutoModel.from_pretrained(manifest["load_from"], attn_implementation="eager", **kwargs)
+    model = AutoModel.from_pretrained(manifest["load_from"], attn_implementation="eager", **kwargs,
+                                      **weights_options(manifest))
     model.eval()
     return tokenizer, model
 

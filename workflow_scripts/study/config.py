@@ -24,6 +24,7 @@ from ..core.errors import AtlasError, ConfigError
 from ..data.corpora import Corpora
 from ..models.cards import length_excess, local_position_limit, model_location
 from .entry_checks import entry_problems
+from .path_names import path_name_problems
 
 log = logging.getLogger(__name__)
 
@@ -131,16 +132,25 @@ def _describe(error: jsonschema.ValidationError) -> str:
         where = "the config" if key == "(top level)" else f"config key '{key}'"
         return (f"{where}: unknown key(s) {', '.join(repr(u) for u in unknown)}; allowed here: "
                 f"{', '.join(allowed)} (check the spelling; see docs/configuration.md)")
+    if "propertyNames" in error.schema_path:  # about an entry's name, not its value: say so, and the rule
+        rule = f"names here match {error.schema['pattern']}" if error.validator == "pattern" else error.message
+        return f"config key '{key}': the entry name {error.instance!r} is not allowed ({rule}); rename the entry"
     hint = error.schema.get("description", "")
     message = f"config key '{key}': {error.message}"
     return f"{message} ({hint})" if hint else message
 
 
 def check_schema(config: dict[str, Any], schema: dict[str, Any]) -> None:
+    """The schema's checks, after the names that become paths (path_names.py), whose messages say more than
+    the schema's pattern for the same name would: that one is left out."""
+    names = path_name_problems(config)
+    unsafe = {problem.name for problem in names}
     validator_class = jsonschema.validators.validator_for(schema)
     errors = sorted(validator_class(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        raise ConfigError("invalid configuration:\n" + "\n".join(f"  - {_describe(e)}" for e in errors))
+    errors = [e for e in errors if not (isinstance(e.instance, str) and e.instance in unsafe)]
+    problems = [problem.message for problem in names] + [_describe(e) for e in errors]
+    if problems:
+        raise ConfigError("invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
 def check_semantics(config: dict[str, Any]) -> None:
@@ -171,7 +181,8 @@ def check_semantics(config: dict[str, Any]) -> None:
 
 def _model_source_problem(name: str, entry: dict[str, Any]) -> str | None:
     """A local path or package folder that holds no model (a hub id is checked by its job)."""
-    kind = next(k for k in ("hub", "path", "package") if k in entry)  # the schema allows exactly one
+    # The schema allows exactly one source that is not null (hub: null leaves the path of a prefetched model).
+    kind = next(k for k in ("hub", "path", "package") if entry.get(k))
     if kind == "hub":
         return None
     try:

@@ -102,6 +102,14 @@ def _treebank_problems(corpora: Corpora, name: str) -> list[str]:
         return [f"config key 'treebanks.{name}.language': {entry.location} is read as UD's files "
                 f"{entry.splits[next(iter(entry.splits))][0]} ...: give the treebank's language code (e.g. 'de' "
                 f"for UD_German-GSD), or name its files under 'treebanks.{name}.splits'"]
+    if entry.sha256 and entry.source == "path":
+        return [f"config key 'treebanks.{name}.sha256': a 'path' treebank's files are read where they are, never "
+                "downloaded, so no checksum applies; remove it"]
+    files = [file for names in entry.splits.values() for file in names]
+    stray = [file for file in entry.sha256 if file not in files]
+    if stray:
+        return [f"config key 'treebanks.{name}.sha256': {', '.join(map(repr, stray))} is not a file of the entry "
+                f"(its files: {', '.join(files)}); name each file as 'splits' (or UD's file names) does"]
     if entry.source != "path":
         return []
     if not Path(entry.location).is_dir():

@@ -137,7 +137,9 @@ class RuleInputs:
         }
         if self.study.config["finetune_effects"]["classifier"] == "cnn":
             inputs.update(self.effects_dump(wc))
-            inputs["cnn"] = self.effects_model_file(wc.model, "pattern_cnn.pt")
+            # Weights in safetensors and their JSON description: neither can run code when read (docs/security.md).
+            inputs["cnn"] = self.effects_model_file(wc.model, "pattern_cnn.safetensors")
+            inputs["cnn_info"] = self.effects_model_file(wc.model, "pattern_cnn.json")
         return inputs
 
     def pattern_cnn(self, wc: Any) -> dict[str, Any]:
@@ -156,3 +158,17 @@ class RuleInputs:
     def pattern_label_features(self, wc: Any) -> list[str]:
         return [self.effects_part(wc.model, c, t, "pattern_features.parquet")
                 for c, t in self.study.effects_pairs(wc.model)]
+
+    # --- explorer -------------------------------------------------------------------------------------
+
+    def explorer(self, wc: Any) -> dict[str, Any]:
+        """The tables, pattern features, example dumps and token table of the model's page."""
+        from .explorer_plan import explorer_inputs
+
+        return explorer_inputs(self.study, wc.model)
+
+    def explorer_layout(self, wc: Any) -> dict[str, Any]:
+        """A params function: how the page's input files line up (checkpoints, tasks, the examples' corpus)."""
+        from .explorer_plan import explorer_layout
+
+        return explorer_layout(self.study, wc.model)

@@ -23,6 +23,8 @@ from ..data.entries import TaskSpec
 from ..finetune.tasks import checkpoint_name, task_seeds, task_settings
 from .annotation import annotation_settings, describe_annotators
 from .config import selected_corpora, selected_splits
+from .explorer_plan import plan_explorer
+from .path_names import path_name_problems
 from .paths import ResultPaths
 from .stages import STAGES
 
@@ -61,6 +63,8 @@ class Study:
     # report
     report_tables: dict[str, str] = field(default_factory=dict)   # table name -> path
     report_absent: dict[str, str] = field(default_factory=dict)   # table name -> why the study has none
+    # explorer (workflow_scripts/study/explorer_plan.py)
+    explorer: Any = None
     stage_outputs: dict[str, list[str]] = field(default_factory=dict)
 
     # --- simple views --------------------------------------------------------------------------------------
@@ -223,6 +227,10 @@ class Study:
 
 def build_study(config: Mapping[str, Any]) -> Study:
     """The study of a validated config (raises ConfigError naming the key and the fix)."""
+    # check_schema refused these already; here too, so that no caller can plan a path outside its folder.
+    unsafe = path_name_problems(dict(config))
+    if unsafe:
+        raise ConfigError("invalid configuration:\n" + "\n".join(f"  - {p.message}" for p in unsafe))
     corpora = Corpora(dict(config))
     splits = {corpus: selected_splits(dict(config), corpus, corpora) for corpus in selected_corpora(dict(config))}
     for corpus, found in splits.items():
@@ -230,7 +238,7 @@ def build_study(config: Mapping[str, Any]) -> Study:
             raise ConfigError(f"corpus {corpus!r}: no split is available offline in the mirror {config['mirror']}")
     study = Study(config=config, paths=ResultPaths(config["results"]), corpora=corpora, splits=splits)
     for plan in (_plan_data, _plan_models, _plan_finetune, _plan_attention, _plan_surface, _plan_syntax,
-                 _plan_finetune_effects, _plan_report):
+                 _plan_finetune_effects, _plan_report, plan_explorer):
         plan(study)
     return study
 

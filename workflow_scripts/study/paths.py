@@ -51,6 +51,10 @@ class ResultPaths:
     def figure(self, stage: str, name: str, ext: str) -> str:
         return f"{self.root}/figures/{stage}/{name}.{ext}"
 
+    def page(self, stage: str, name: str) -> str:
+        """A self-contained HTML page of a stage, e.g. page('explorer', model)."""
+        return f"{self.root}/{stage}/{name}.html"
+
     def figures(self, stage: str, names: list[str] | tuple[str, ...]) -> list[str]:
         """The PNG and PDF of each named figure of a stage."""
         return [self.figure(stage, name, ext) for name in names for ext in ("png", "pdf")]

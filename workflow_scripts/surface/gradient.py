@@ -38,7 +38,7 @@ from ..core.errors import AtlasError
 from ..core.io import write_csv
 from ..core.stats import ratio_bootstrap_ci
 from ..data.entries import TaskSpec
-from ..models.checkpoints import read_manifest
+from ..models.checkpoints import read_manifest, weights_options
 
 log = logging.getLogger(__name__)
 
@@ -138,13 +138,16 @@ def gradient_sums(gradients: list[Any], sep: np.ndarray) -> np.ndarray:
     return sums
 
 
-def load_mlm(load_from: str, offline: bool) -> Any:
-    """The checkpoint with its masked-LM head; Skip if the head (or any weight) would be new."""
+def load_mlm(load_from: str, offline: bool, **weights: Any) -> Any:
+    """The checkpoint with its masked-LM head; Skip if the head (or any weight) would be new.
+
+    ``weights``: how its weights are read (models.checkpoints.weights_options)."""
     from transformers import AutoModelForMaskedLM
 
     try:
         model, info = AutoModelForMaskedLM.from_pretrained(load_from, attn_implementation="eager",
-                                                           output_loading_info=True, local_files_only=offline)
+                                                           output_loading_info=True, local_files_only=offline,
+                                                           **weights)
     except (ValueError, KeyError) as exc:  # no masked-LM class for this model type
         raise Skip(f"no masked-LM model class for this checkpoint ({type(exc).__name__}: {exc})") from exc
     missing = sorted(info.get("missing_keys") or [])
@@ -155,11 +158,11 @@ def load_mlm(load_from: str, offline: bool) -> Any:
     return model
 
 
-def load_classifier(load_from: str, offline: bool) -> Any:
+def load_classifier(load_from: str, offline: bool, **weights: Any) -> Any:
     from transformers import AutoModelForSequenceClassification
 
     model, info = AutoModelForSequenceClassification.from_pretrained(
-        load_from, attn_implementation="eager", output_loading_info=True, local_files_only=offline)
+        load_from, attn_implementation="eager", output_loading_info=True, local_files_only=offline, **weights)
     missing = sorted(info.get("missing_keys") or [])
     if missing:
         raise Skip(f"the fine-tuned checkpoint has no trained classification head (missing {missing[:4]})")
@@ -248,14 +251,14 @@ def sep_gradient(checkpoint_manifest: str | Path, token_table: str | Path, outpu
                 raise AtlasError(f"{checkpoint_manifest}: fine-tuned checkpoint of task {manifest.get('task')!r} "
                                  "but no dev data table was given")
             loss_name, data = f"task:{manifest['task']}", str(task_data)
-            model = load_classifier(load_from, offline)
+            model = load_classifier(load_from, offline, **weights_options(manifest))
             if task is None:
                 raise AtlasError(f"{checkpoint_manifest}: a fine-tuned checkpoint's gradient needs its task's entry")
             examples = task_examples(manifest, task_data, tokenizer, model, spec=TaskSpec.from_params(task),
                                      max_examples=max_examples, seed=seed)
         else:
             loss_name, base["mask_prob"] = "mlm", mask_prob
-            model = load_mlm(load_from, offline)
+            model = load_mlm(load_from, offline, **weights_options(manifest))
             examples = mlm_examples(token_table, tokenizer, max_examples=max_examples, mask_prob=mask_prob,
                                     seed=seed)
         model.eval()  # no dropout: the weights returned are the ones used

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from ..attention.reader import AttentionDump, to_word_level
 from ..attention.tokens import token_words
 from ..core.errors import AtlasError
-from ..core.figures import head_label, save_figure
+from ..core.figures import head_label, literal_text, save_figure
 from .dependency import ALL, DEP_TO_HEAD, EITHER, HEAD_TO_DEP, read_trees
 
 log = logging.getLogger(__name__)
@@ -170,8 +170,8 @@ def best_head_maps(dump_dir: str | Path, token_table: str | Path, annotation: st
             if direction == HEAD_TO_DEP:
                 row, column = column, row
             ax.plot(column, row, marker="o", markersize=7, markerfacecolor="none", markeredgecolor="red")
-        ax.set_xticks(range(size), labels, rotation=90, fontsize=6)
-        ax.set_yticks(range(size), labels, fontsize=6)
+        ax.set_xticks(range(size), [literal_text(label) for label in labels], rotation=90, fontsize=6)
+        ax.set_yticks(range(size), [literal_text(label) for label in labels], fontsize=6)
         ax.set_title(f"{relation}: head {head_label(layer, head)} ({ARROWS[direction]}), "
                      f"{choice['accuracy']:.0%} on {score_split}", fontsize=8)
         ax.set_xlabel("attended word", fontsize=7)

@@ -1,0 +1,35 @@
+# The head explorer: one self-contained HTML page per model (no server, no external URL; it opens from a file
+# and inside `snakemake --report`), built from the study's per-head tables, the pattern features of each
+# analysed task and the maps of a few example inputs before and after fine-tuning. What a page reads is the
+# study model's (STUDY.explorer, workflow_scripts/study/explorer_plan.py). See docs/explorer.md.
+
+EXPLORER = STUDY.config["explorer"]
+
+
+rule head_explorer:
+    input:
+        unpack(STUDY.inputs.explorer),
+    output:
+        report(
+            f"{STUDY.results}/explorer/{{model}}.html",
+            caption="../report/explorer_head_explorer.rst",
+            category="Head explorer",
+        ),
+    log:
+        f"{STUDY.results}/logs/explorer/{{model}}_head_explorer.log",
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=10,
+    params:
+        layout=STUDY.inputs.explorer_layout,
+        relations=STUDY.config["syntax"]["relations"],
+        select_split=STUDY.config["syntax"]["select_split"],
+        examples=EXPLORER["examples"],
+        max_tokens=EXPLORER["max_tokens"],
+        example_ids=EXPLORER["example_ids"],
+        max_megabytes=EXPLORER["max_megabytes"],
+    script:
+        "scripts/entry.py"

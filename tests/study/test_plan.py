@@ -1,0 +1,129 @@
+"""The plan of a study (workflow_scripts/study/plan.py): jobs per stage from the real dry run, dump sizes
+from the results' tables, caps, forward passes; on the tiny study, with values known by construction."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from support.mirror import write_tiny_study
+from support.resolved_config import resolve
+from workflow_scripts.core.io import write_table
+from workflow_scripts.study.model import build_study
+from workflow_scripts.study.plan import format_plan, forward_passes, make_plan, resolve_config, rule_stages, stage_of
+from workflow_scripts.study.plan_sizes import BYTES_PER_VALUE, model_shape, size_dump
+from workflow_scripts.study.stages import STAGES
+
+
+def _model(folder: Path, architectures: list[str]) -> Path:
+    """A model folder as far as the plan and the config checks read it: its config.json (2 layers, 2 heads)."""
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({
+        "model_type": "bert", "num_hidden_layers": 2, "num_attention_heads": 2, "max_position_embeddings": 64,
+        "architectures": architectures}))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    work = tmp_path_factory.mktemp("plan")
+    return write_tiny_study(work, _model(work / "model", ["BertModel"]))
+
+
+def _rows(path: Path, example_ids: list[int], **metadata) -> None:
+    """A table with only the column the plan reads (example_id) and the metadata it checks."""
+    write_table(pa.table({"example_id": pa.array(example_ids, pa.int64())}), path, metadata or None)
+
+
+def _study(tiny: Path, *cli: str):
+    return build_study(resolve_config([str(tiny / "tiny.yaml")], [f"results={tiny / 'results'}", *cli]))
+
+
+def test_the_config_is_resolved_as_the_workflow_resolves_it(tiny):
+    assert resolve_config([], []) == resolve()
+    assert resolve_config([str(tiny / "tiny.yaml")], ["results=R"]) == resolve(tiny / "tiny.yaml", cli=("results=R",))
+
+
+def test_a_dump_has_layers_x_heads_x_the_sum_of_t_squared_of_its_token_table(tiny):
+    study = _study(tiny)
+    results = Path(study.results)
+    _rows(results / "data" / "ewt" / "dev.parquet", [0, 1])
+    # Two examples of T=3 and T=5 tokens, made under today's settings (max_length 32, no cap, gold words).
+    _rows(results / "tokens" / "tiny" / "ewt" / "dev.parquet", [0, 0, 0, 1, 1, 1, 1, 1],
+          max_length=32, max_examples=None, input_protocol="words")
+    shape = model_shape(study, "tiny", network=False)
+    assert (shape.layers_heads, shape.source, shape.mlm_head) == ((2, 2), "config.json", False)
+    dump = size_dump(study, ("tiny", "pretrained", "ewt", "dev"), shape.layers_heads)
+    assert (dump.examples, dump.examples_basis) == (2, "data table")
+    assert (dump.values, dump.values_basis) == (2 * 2 * (9 + 25), "token table") == (136, "token table")
+    assert dump.values_max == 2 * 2 * 2 * 32 ** 2
+
+    # A token table made with another max_length says nothing about the next one: the bound only
+    # (no measured mean either: those were measured at max_length 128).
+    _rows(results / "tokens" / "tiny" / "ewt" / "dev.parquet", [0, 0, 0], max_length=64, max_examples=None,
+          input_protocol="words")
+    stale = size_dump(study, ("tiny", "pretrained", "ewt", "dev"), shape.layers_heads)
+    assert (stale.values, stale.values_basis, stale.values_max) == (None, "bound only", dump.values_max)
+
+
+def test_caps_apply_to_dumps_and_fine_tuning(tiny):
+    study = _study(tiny, "attention={max_examples: {cola: 4}}",
+                   "finetune={max_train_examples: 5, epochs: 2, save_steps: [1]}")
+    results = Path(study.results)
+    _rows(results / "data" / "cola" / "train.parquet", list(range(18)))
+    _rows(results / "data" / "cola" / "dev.parquet", list(range(6)))
+    dev = size_dump(study, ("tiny", "pretrained", "cola", "dev"), (2, 2))
+    assert dev.examples == 4 and dev.examples_basis.startswith("attention.max_examples (of 6")
+    wiki = size_dump(study, ("tiny", "pretrained", "wiki", "segments"), (2, 2))
+    assert (wiki.examples, wiki.examples_basis) == (4, "data.wiki.n_segments")
+
+    shapes = {"tiny": model_shape(study, "tiny", network=False)}
+    passes = forward_passes(study, [dev, wiki], shapes)
+    # One run (seed 42): min(18, 5) examples x 2 epochs; dev (6) scored at step 1 and at the end.
+    assert (passes["extraction"], passes["finetune_train"], passes["finetune_dev"]) == (8, 10, 12)
+    assert passes["gradient"] == 0  # the tiny model has no masked-LM head, the random control never has one
+    shapes["tiny"].mlm_head = True
+    assert forward_passes(study, [dev, wiki], shapes)["gradient"] == 4  # the 4 wiki segments, pretrained only
+
+
+@pytest.fixture(scope="module")
+def plan(tiny) -> dict:
+    """The plan of the tiny study, from the real dry runs (every job; the results folder exists: those to run)."""
+    results = tiny / "planned"
+    _rows(results / "data" / "ewt" / "dev.parquet", [0, 1])
+    _rows(results / "tokens" / "tiny" / "ewt" / "dev.parquet", [0, 0, 0, 1, 1, 1, 1, 1],
+          max_length=32, max_examples=None, input_protocol="words")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tiny)  # where Snakemake keeps its .snakemake folder
+        return make_plan([str(tiny / "tiny.yaml")], [f"results={results}"], network=False)
+
+
+def test_jobs_are_counted_per_stage_of_the_rule_file_that_defines_them(plan):
+    assert list(plan["jobs"]) == [*STAGES, "all"]  # no job of a rule the rule files do not define
+    assert plan["jobs"]["all"] == 1 and all(plan["jobs"][s] > 0 for s in ("data", "models", "attention", "syntax"))
+    assert sum(plan["jobs_to_run"].values()) <= sum(plan["jobs"].values())
+    assert stage_of("finetune_cola", rule_stages()) == "finetune"  # rules named finetune_{task}
+
+
+def test_the_plan_sizes_every_dump_of_the_dag(plan):
+    dumps = {(d["model"], d["checkpoint"], d["corpus"], d["split"]): d for d in plan["dumps"]}
+    # attention.corpora x checkpoints, the coreference windows, and cola dev for the fine-tuning effects.
+    expected = {("tiny", c, corpus, split) for c in ("pretrained", "random")
+                for corpus, split in (("wiki", "segments"), ("ewt", "train"), ("ewt", "dev"), ("gum", "dev"),
+                                      ("gumwin", "dev"))}
+    expected |= {("tiny", c, "cola", "dev") for c in ("pretrained", "cola.seed42.final")}
+    assert set(dumps) == expected
+    assert dumps["tiny", "random", "ewt", "dev"]["values"] == 136
+    assert plan["sized"]["bytes"] == pytest.approx(plan["sized"]["values"] * BYTES_PER_VALUE["lz4"])
+    assert plan["sized"]["values"] == 2 * 136  # only ewt dev has a token table; the rest is bound only
+    assert plan["at_most"]["values"] >= plan["sized"]["values"] + plan["bound_only"]["values"]
+    assert plan["forward_passes"]["extraction"] == sum(d["examples"] or 0 for d in plan["dumps"])
+
+
+def test_the_plan_prints_as_text_and_as_json(plan):
+    text = format_plan(plan, per_dump=True)
+    assert f"total{sum(plan['jobs'].values()):>20}" in text and "tiny random ewt/dev" in text
+    assert json.loads(json.dumps(plan)) == plan

@@ -1,0 +1,37 @@
+"""Entry point of the head explorer (rules/explorer.smk).
+
+The rule passes one named input per study table the page reads (those the study produces), ``patterns`` (the
+pattern features files) and ``example_dumps`` (dump manifests) with ``example_tokens``, and ``params.layout``
+saying which checkpoint and task each of those files is (workflow_scripts/study/explorer_plan.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from . import entry_point
+
+
+def _listed(value: Any) -> list[str]:
+    if value is None:
+        return []
+    return [str(value)] if isinstance(value, str) else [str(path) for path in value]
+
+
+@entry_point("head_explorer")
+def head_explorer(smk: Any) -> None:
+    from ..explorer.page import head_explorer as run
+    from ..study.explorer_plan import EXPLORER_TABLES
+
+    p = smk.params
+    layout = p.layout
+    patterns = _listed(smk.input.get("patterns"))
+    dumps = _listed(smk.input.get("example_dumps"))
+    run(smk.wildcards.model, {name: smk.input.get(name) for name in EXPLORER_TABLES}, smk.output[0],
+        pattern_parts=[(c, t, path) for (c, t), path in zip(layout["pattern_parts"], patterns, strict=True)],
+        relations=list(p.relations), select_split=p.select_split,
+        example_dumps=[(c, label, Path(manifest).parent)
+                       for (c, label), manifest in zip(layout["example_checkpoints"], dumps, strict=True)],
+        example_tokens=smk.input.get("example_tokens"), corpus=layout["corpus"], split=layout["split"],
+        examples=p.examples, max_tokens=p.max_tokens, example_ids=p.example_ids, max_megabytes=p.max_megabytes)

@@ -1,0 +1,148 @@
+"""The head explorer page: one self-contained HTML file per model (no server, no external URL).
+
+The page is page.html with page.css and page.js inlined and the data (:func:`explorer_data`) in a
+``<script type="application/json">`` block. Text from the data never reaches the HTML as markup:
+
+* the JSON is written with ``<``, ``>``, ``&``, U+2028 and U+2029 as ``\\uXXXX`` escapes, so no token can close
+  the block (``</script>``) or open a comment, and the browser's JSON.parse gives the text back unchanged;
+* the script puts text in the page with textContent and setAttribute only;
+* a Content-Security-Policy lets only the page's own script run (its SHA-256) and nothing load from
+  anywhere, so even markup that got through could run nothing. Inside ``snakemake --report`` the page is
+  an iframe of its own (a data: URI) and keeps this policy.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..core.io import atomic_path
+from .example_maps import example_maps
+from .head_tables import (
+    change_section,
+    cluster_section,
+    coreference_section,
+    dependency_section,
+    lexical_section,
+    model_shape,
+    pattern_section,
+    surface_section,
+)
+
+log = logging.getLogger(__name__)
+
+SIGNAL = "attention"  # the only signal today; another (e.g. attention x value norms) adds a key beside it
+SECTION_ORDER = ("surface", "dependency", "coreference", "cluster", "patterns", "change", "lexical")
+_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_PLACEHOLDER = re.compile(r"\{\{(CSP|TITLE|STYLE|DATA|SCRIPT)\}\}")
+
+
+def embed_json(data: Any) -> str:
+    """``data`` as JSON that is inert inside a ``<script>`` element and parses back to ``data``."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return re.sub("[<>&\u2028\u2029]", lambda m: _JSON_ESCAPES[m.group(0)], text)
+
+
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def _sha256(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def render_page(data: Mapping[str, Any], title: str) -> str:
+    """The page's HTML: the template with its style, script and ``data`` inlined, and the policy."""
+    style, script = _asset("page.css"), _asset("page.js")
+    for name, text in (("page.css", style), ("page.js", script)):
+        if "</" in text:  # would end the <style>/<script> element early
+            raise ValueError(f"{name} must not contain '</'")
+    # Nothing is loaded from anywhere (default-src 'none'); only this script and this style apply.
+    policy = (f"default-src 'none'; script-src {_sha256(script)}; style-src {_sha256(style)}; "
+              "base-uri 'none'; form-action 'none'")
+    parts = {"CSP": policy, "TITLE": html.escape(title), "STYLE": style, "DATA": embed_json(data), "SCRIPT": script}
+    # One pass: text put in is never searched for placeholders again.
+    return _PLACEHOLDER.sub(lambda m: parts[m.group(1)], _asset("page.html"))
+
+
+def explorer_data(model: str, tables: Mapping[str, str | Path | None], *,
+                  pattern_parts: Sequence[tuple[str, str, str | Path]], relations: Sequence[str],
+                  select_split: str, examples: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything the page shows about ``model``.
+
+    ``tables``: study table name -> path (None or absent: the study has no such table; ``models`` is needed);
+    ``pattern_parts``: (checkpoint, task, pattern_features.parquet) of the pattern classes to show;
+    ``examples``: the example maps (:func:`workflow_scripts.explorer.example_maps.example_maps`).
+    """
+    shape = model_shape(tables["models"], model)
+    measures: list[dict] = []
+    sections: dict[str, Any] = {}
+    built = {
+        "surface": surface_section(tables.get("surface_heads"), tables.get("attention_distance"), model, shape),
+        "dependency": dependency_section(tables.get("dependency_heads"), model, shape, relations=relations,
+                                         select_split=select_split),
+        "coreference": coreference_section(tables.get("coref_heads"), model, shape),
+        "cluster": cluster_section(tables.get("head_clusters"), model, shape),
+        "change": change_section(tables.get("finetune_change"), model, shape),
+        "patterns": pattern_section(pattern_parts, shape),
+    }
+    # Grid order: surface, syntax, clusters, then change and pattern classes per task.
+    for name in ("surface", "dependency", "coreference", "cluster", "change", "patterns"):
+        found, section = built[name]
+        measures += found
+        if section is not None:
+            sections[name] = section
+    lexical_checkpoints: dict[str, list[str]] = {}
+    for checkpoint, task, _ in pattern_parts:
+        lexical_checkpoints.setdefault(task, []).append(checkpoint)
+    lexical = lexical_section(tables.get("lexical_heads"), model, shape, lexical_checkpoints)
+    if lexical is not None:
+        sections["lexical"] = lexical
+    absent = [name for name in SECTION_ORDER if name not in sections]
+    notes = [f"Not in this study: {', '.join(absent)}."] if absent else []
+    notes.append("Layers and heads are numbered from 1.")
+    return {
+        "model": model, "layers": shape.layers, "heads": shape.heads,
+        "summary": f"{shape.layers} layers x {shape.heads} heads; {len(measures)} per-head measures; "
+                   f"{len(examples.get('sentences', []))} example inputs",
+        "signal_order": [SIGNAL],
+        "signals": {SIGNAL: {"label": "attention weights", "measures": measures, "sections": sections}},
+        "section_order": list(SECTION_ORDER), "examples": dict(examples), "notes": notes,
+    }
+
+
+def head_explorer(model: str, tables: Mapping[str, str | Path | None], output: str | Path, *,
+                  pattern_parts: Sequence[tuple[str, str, str | Path]], relations: Sequence[str], select_split: str,
+                  example_dumps: Sequence[tuple[str, str, str | Path]], example_tokens: str | Path | None,
+                  corpus: str | None, split: str | None, examples: int, max_tokens: int,
+                  example_ids: Sequence[int] | None, max_megabytes: float) -> int:
+    """Write the explorer page of ``model`` to ``output``; return its size in bytes.
+
+    ``example_dumps``: (checkpoint, label, dump directory) whose maps are drawn side by side, on the examples
+    of ``example_tokens`` (none: the page has no maps). Raises AtlasError when the maps alone would exceed
+    ``max_megabytes``.
+    """
+    budget = int(max_megabytes * 1e6)
+    if example_tokens is None or not example_dumps:
+        maps: dict[str, Any] = {"corpus": corpus or "", "split": split or "", "levels": 255, "checkpoints": [],
+                                "sentences": []}
+    else:
+        maps = example_maps(example_dumps, example_tokens, count=examples, max_tokens=max_tokens,
+                            example_ids=example_ids, budget_bytes=budget, corpus=corpus or "", split=split or "")
+    data = explorer_data(model, tables, pattern_parts=pattern_parts, relations=relations, select_split=select_split,
+                         examples=maps)
+    page = render_page(data, f"Head explorer: {model}")
+    size = len(page.encode("utf-8"))
+    with atomic_path(output) as tmp:
+        tmp.write_text(page, encoding="utf-8")
+    log.info("%s: %.2f MB (%d measures, %d example inputs)", output, size / 1e6,
+             len(data["signals"][SIGNAL]["measures"]), len(maps["sentences"]))
+    return size

@@ -1,0 +1,276 @@
+"""The plan of a study before it runs: its jobs per stage, the bytes of its attention dumps and the
+forward passes it makes.
+
+    python -m workflow_scripts.study.plan [--configfile FILE ...] [--config KEY=VALUE ...] [--dumps] [--json]
+
+The config is resolved as the workflow resolves it and checked by the same code (rules/common.smk).
+The jobs come from Snakemake's own dry run of the study (``--forceall``: every job; and, when the
+results folder exists, a plain dry run: the jobs still to run there), each counted under the stage
+whose rule file defines its rule. The dumps are the dry run's ``extract_attention`` jobs, the study
+model's ``dumps`` and those the coreference and fine-tuning-effects analyses add. What each number
+rests on (a table in the results folder, a release's size, a measured mean, a bound) is printed
+beside it; nothing unknown is guessed (docs/configuration.md, "Plan a study").
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import AtlasError, ConfigError
+from ..models.checkpoints import parse_checkpoint_name
+from .config import check_schema, check_semantics, coerce_config, load_schema
+from .model import Study, build_study
+from .plan_sizes import BYTES_PER_VALUE, DumpSize, ModelShape, model_shape, size_dump, split_size
+from .stages import STAGES
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = REPO / "schemas" / "config.schema.yaml"
+
+
+class PlanError(AtlasError):
+    """The dry run failed; the message holds Snakemake's own explanation."""
+
+
+# --- the config, as the workflow resolves it --------------------------------------------------------------
+
+
+def resolve_config(configfiles: list[str], cli: list[str]) -> dict[str, Any]:
+    """The config of ``snakemake --configfile FILES --config CLI``, checked as rules/common.smk checks it.
+
+    Snakemake merges the --configfile files in order and the --config values on top into one overwrite
+    config (update_config: maps merge, anything else is replaced), merges the Snakefile's config.yaml
+    under it, and rules/common.smk reads --config text as the schema's types, checks the schema, fills
+    in the defaults (validate) and runs the semantic checks.
+    """
+    from snakemake.cli import parse_config
+    from snakemake.common.configfile import load_configfile
+    from snakemake.utils import update_config, validate
+
+    overwrite: dict[str, Any] = {}
+    for path in configfiles:
+        update_config(overwrite, load_configfile(str(path)))
+    update_config(overwrite, parse_config(list(cli)))
+    config = copy.deepcopy(overwrite)
+    update_config(config, load_configfile(str(REPO / "config.yaml")))
+    update_config(config, overwrite)
+    schema = load_schema(SCHEMA)
+    coerce_config(config, schema)
+    check_schema(config, schema)
+    validate(config, str(SCHEMA))
+    check_semantics(config)
+    return config
+
+
+# --- jobs: Snakemake's dry run, grouped by the stage whose rule file defines each rule ---------------------
+
+
+@dataclass(frozen=True)
+class Job:
+    rule: str
+    wildcards: tuple[tuple[str, str], ...]
+
+    def wildcard(self, name: str) -> str:
+        return dict(self.wildcards)[name]
+
+
+def rule_stages() -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """(rule name -> stage, [(name prefix, stage)] of rules named by an f-string, e.g. finetune_{task})."""
+    names, prefixes = {"all": "all"}, []
+    for stage in STAGES:
+        text = (REPO / "rules" / f"{stage}.smk").read_text(encoding="utf-8")
+        for plain, used in re.findall(r"^\s*(?:local)?rule (\w+)\s*:|^\s*use rule \w+ as (\w+)", text, re.M):
+            names[plain or used] = stage
+        prefixes += [(prefix, stage) for prefix in re.findall(r'^\s*name:\s*\n\s*f?"([^"{]*)\{', text, re.M)]
+    return names, prefixes
+
+
+def stage_of(rule: str, stages: tuple[dict[str, str], list[tuple[str, str]]]) -> str:
+    names, prefixes = stages
+    return names.get(rule) or next((stage for prefix, stage in prefixes if rule.startswith(prefix)), "other")
+
+
+def dry_run(configfiles: list[str], cli: list[str], *, forceall: bool) -> list[Job]:
+    """The jobs of ``snakemake --dry-run`` (every job of the study with ``forceall``)."""
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--cores", "1",
+               "--dry-run", *(["--forceall"] if forceall else []),
+               *(["--configfile", *configfiles] if configfiles else []), *(["--config", *cli] if cli else [])]
+    # A dry run reads no model and no data; HF_HUB_OFFLINE keeps the hub's libraries from asking the network.
+    result = subprocess.run(command, capture_output=True, text=True, check=False,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    text = result.stdout + result.stderr
+    if result.returncode != 0:
+        raise PlanError(f"the dry run failed (snakemake {' '.join(command[3:])}):\n{text[-4000:]}")
+    jobs = []
+    for block in re.split(r"\n(?=(?:local)?(?:rule|checkpoint) \S+:\n)", text):
+        head = re.match(r"(?:local)?(?:rule|checkpoint) (\S+):\n", block)
+        if head:
+            found = re.search(r"^\s+wildcards: (.*)$", block, re.M)
+            pairs = re.findall(r"(\w+)=([^,]*)(?:, |$)", found.group(1)) if found else []
+            jobs.append(Job(head.group(1), tuple(pairs)))
+    total = re.search(r"^total\s+(\d+)\s*$", text, re.M)
+    if len(jobs) != (int(total.group(1)) if total else 0):
+        raise PlanError(f"read {len(jobs)} jobs from a dry run that counts {total and total.group(1)}:\n{text[-2000:]}")
+    return jobs
+
+
+def jobs_per_stage(jobs: list[Job]) -> dict[str, int]:
+    stages = rule_stages()
+    counts = {stage: 0 for stage in (*STAGES, "all")}
+    for job in jobs:
+        stage = stage_of(job.rule, stages)
+        counts[stage] = counts.get(stage, 0) + 1
+    return counts
+
+
+# --- the plan -------------------------------------------------------------------------------------------
+
+
+def forward_passes(study: Study, dumps: list[DumpSize], shapes: dict[str, ModelShape]) -> dict[str, Any]:
+    """Examples passed through the study's models: extraction, fine-tuning (training and dev scoring) and
+    the separator gradient, the only jobs that run a study model (probes and the pattern CNN train on
+    stored maps, annotation runs its own tagger)."""
+    unknown: list[str] = [f"{d.corpus}/{d.split}" for d in dumps if d.examples is None]
+    train = dev = 0
+    for model, task, _seed in study.finetune_runs:
+        settings = study.finetune_settings(task, model)
+        n_train, n_dev = split_size(study, task, "train")[0], split_size(study, task, study.dev_split(task))[0]
+        if n_train is None or n_dev is None:
+            unknown.append(task)
+            continue
+        train += min(n_train, settings["max_train_examples"] or n_train) * settings["epochs"]
+        scorings = 1 + (len(settings["save_steps"]) if settings["eval_at_checkpoints"] else 0)
+        dev += min(n_dev, settings["max_dev_examples"] or n_dev) * scorings
+    surface, gradient, bound = study.config["surface"], 0, False
+    for model, checkpoint in study.surface_pairs:
+        info = parse_checkpoint_name(checkpoint)
+        # Skipped without a loss: the random-init control never has a masked-LM head, a pretrained model
+        # saved without one (a sentence encoder) neither; a fine-tuned one scores its task's dev examples.
+        if info["kind"] == "random" or (info["kind"] == "pretrained" and shapes[model].mlm_head is False):
+            continue
+        bound |= info["kind"] == "pretrained" and shapes[model].mlm_head is None
+        corpus, split = ((info["task"], study.dev_split(info["task"])) if info["kind"] == "finetuned"
+                         else (surface["corpus"], surface["split"]))
+        n = next((d.examples for d in dumps if (d.model, d.corpus, d.split) == (model, corpus, split)), None)
+        n = n if n is not None else (split_size(study, corpus, split)[0] or 0)
+        gradient += min(n, surface["gradient_examples"] or n)
+    return {"extraction": sum(d.examples or 0 for d in dumps), "finetune_train": train, "finetune_dev": dev,
+            "gradient": gradient, "gradient_is_bound": bound, "unknown": sorted(set(unknown))}
+
+
+def make_plan(configfiles: list[str], cli: list[str], *, network: bool = True) -> dict[str, Any]:
+    """The plan of the study of ``snakemake --configfile CONFIGFILES --config CLI`` (plain data)."""
+    config = resolve_config(configfiles, cli)
+    study = build_study(config)
+    every = dry_run(configfiles, cli, forceall=True)
+    remaining = dry_run(configfiles, cli, forceall=False) if Path(study.results).exists() else None
+    shapes = {model: model_shape(study, model, network=network) for model in study.models}
+    dumps = [size_dump(study, key, shapes[key[0]].layers_heads)
+             for key in (tuple(j.wildcard(w) for w in ("model", "checkpoint", "corpus", "split"))
+                         for j in every if j.rule == "extract_attention")]
+    per_value = BYTES_PER_VALUE[config["attention"]["compression"]]
+    sized = [d for d in dumps if d.values is not None]
+    bound_only = [d for d in dumps if d.values is None and d.values_max is not None]
+    values = sum(d.values for d in sized)
+    values_bound_only = sum(d.values_max for d in bound_only)
+    values_max = sum(d.values_max or 0 for d in dumps)
+    return json.loads(json.dumps({  # plain data, as --json prints it
+        "results": study.results,
+        "notes": list(study.notes),
+        "jobs": jobs_per_stage(every),
+        "jobs_to_run": jobs_per_stage(remaining) if remaining is not None else None,
+        "models": {m: {**asdict(s), "dumps": sum(d.model == m for d in dumps)} for m, s in shapes.items()},
+        "compression": config["attention"]["compression"], "bytes_per_value": per_value,
+        "dumps": [asdict(d) for d in dumps],
+        # Dumps whose values are known (token table) or estimated (measured mean T^2) ...
+        "sized": {"dumps": len(sized), "values": values, "bytes": values * per_value},
+        # ... those with no measured length, at their bound, and those with nothing known ...
+        "bound_only": {"dumps": len(bound_only), "values": values_bound_only, "bytes": values_bound_only * per_value,
+                       "splits": sorted({f"{d.corpus}/{d.split}" for d in bound_only})},
+        "unknown": {"dumps": len(dumps) - len(sized) - len(bound_only),
+                    "splits": sorted({f"{d.model} {d.corpus}/{d.split}" for d in dumps if d.values_max is None})},
+        # ... and every dump as if every example reached max_length.
+        "at_most": {"values": values_max, "bytes": values_max * per_value},
+        "forward_passes": forward_passes(study, dumps, shapes),
+    }))
+
+
+def _size(n: float) -> str:
+    return f"{n / 1e9:,.1f} GB" if n >= 1e8 else f"{n / 1e6:,.1f} MB"
+
+
+def format_plan(plan: dict[str, Any], *, per_dump: bool = False) -> str:
+    """The plan as a readable text: jobs per stage, dumps and their bytes, forward passes, notes."""
+    to_run = plan["jobs_to_run"]
+    lines = [f"plan of the study (results folder: {plan['results']})", "",
+             f"{'stage':<18}{'jobs':>7}" + (f"{'to run':>9}" if to_run else "")]
+    for stage, count in [*plan["jobs"].items(), ("total", sum(plan["jobs"].values()))]:
+        left = sum(to_run.values()) if to_run and stage == "total" else (to_run or {}).get(stage, 0)
+        lines.append(f"{stage:<18}{count:>7}" + (f"{left:>9}" if to_run else ""))
+    dumps, codec = plan["dumps"], f"{plan['compression']} ({plan['bytes_per_value']} bytes/value)"
+    models = "; ".join(f"{m}: {s['dumps']}, " + (f"{s['layers_heads'][0]} layers x {s['layers_heads'][1]} heads, "
+                                                  f"{s['source']}" if s["layers_heads"] else s["source"])
+                       for m, s in plan["models"].items())
+    bases: dict[str, int] = {}
+    for d in dumps:
+        if d["values"] is not None:
+            bases[d["values_basis"]] = bases.get(d["values_basis"], 0) + 1
+    sized, bound, unknown = plan["sized"], plan["bound_only"], plan["unknown"]
+    lines += ["", f"attention dumps: {len(dumps)} ({models})"]
+    if sized["dumps"]:
+        lines.append(f"  ~{_size(sized['bytes'])} at {codec} for {sized['dumps']} dumps ({sized['values']:.3g} "
+                     "values; " + ", ".join(f"{basis}: {n}" for basis, n in sorted(bases.items())) + ")")
+    if bound["dumps"]:
+        lines.append(f"  + at most {_size(bound['bytes'])} for {bound['dumps']} dumps with no measured length "
+                     f"({', '.join(bound['splits'])})")
+    if unknown["dumps"]:
+        lines.append(f"  + {unknown['dumps']} dumps of unknown size ({', '.join(unknown['splits'])})")
+    if plan["at_most"]["values"]:
+        lines.append(f"  at most {_size(plan['at_most']['bytes'])} ({plan['at_most']['values']:.3g} values) if every "
+                     "example reached max_length" + (", the dumps of unknown size aside" if unknown["dumps"] else ""))
+    for d in dumps if per_dump else []:
+        value = f"{d['values']:.4g}" if d["values"] is not None else "-"
+        lines.append(f"    {d['model']} {d['checkpoint']} {d['corpus']}/{d['split']}: {d['examples']} examples "
+                     f"({d['examples_basis']}); values {value} ({d['values_basis']}), at most {d['values_max']}")
+    passes = plan["forward_passes"]
+    lines += ["", "forward passes of the study's models (examples; extraction and fine-tuning batch them):",
+              f"  extraction   {passes['extraction']:>13,}  dumped examples, once per checkpoint (forward)",
+              f"  fine-tuning  {passes['finetune_train']:>13,}  training examples x epochs (forward + backward)",
+              f"               {passes['finetune_dev']:>13,}  dev examples scored at each saved step and the end",
+              f"  gradient     {passes['gradient']:>13,}  {'at most: ' if passes['gradient_is_bound'] else ''}"
+              "separator-gradient examples (forward + backward; none without a masked-LM head)",
+              "  probes and the pattern CNN train on stored maps; annotation runs its own tagger"]
+    if passes["unknown"]:
+        lines.append(f"  not counted (unknown size): {', '.join(passes['unknown'])}")
+    return "\n".join(lines + [f"note: {note}" for note in plan["notes"]])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.study.plan",
+                                     description=__doc__.split("\n\n")[0].replace("\n", " "))
+    parser.add_argument("--configfile", nargs="+", action="extend", default=[], help="as for snakemake")
+    parser.add_argument("--config", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                        help="as for snakemake")
+    parser.add_argument("--dumps", action="store_true", help="list every dump with its size and what it rests on")
+    parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+    parser.add_argument("--no-network", action="store_true", help="never ask the hub for a model's config")
+    args = parser.parse_args(argv)
+    try:
+        plan = make_plan(args.configfile, args.config, network=not args.no_network)
+    except (ConfigError, PlanError) as error:
+        print(error, file=sys.stderr)
+        return 1
+    print(json.dumps(plan, indent=1) if args.json else format_plan(plan, per_dump=args.dumps))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,232 @@
+"""Sizes behind a study's plan (workflow_scripts/study/plan.py): examples per split, layers and heads per
+model, attention values per dump, each with what it rests on.
+
+Where the results folder already holds a table (data table, token table, model card) the number is
+read from it; otherwise from the built-in corpora's release sizes and token lengths measured on the
+offline study, below, each with its source. Nothing else is guessed: the rest is "unknown" or a bound.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from ..data.corpora import WINDOW_SUFFIX
+from ..models.cards import model_location
+from .model import Study
+
+# Bytes on disk per float16 attention value, by attention.compression: measured on the 1000-segment wiki
+# dump of all-MiniLM-L6-v2 (docs/attention.md); trained maps are float16 with near-random low bits, so it
+# holds for any model. Random-init maps are near uniform and compress better (1.44 against 1.80 bytes in
+# the offline study's zstd dumps), so the plan errs high for them.
+BYTES_PER_VALUE = {"lz4": 1.98, "zstd": 1.77, "none": 2.00}
+
+# Layers and heads of the hub models config.yaml names, from each model's config.json on the hub
+# (num_hidden_layers, num_attention_heads), so that the default study is planned without network. The
+# bert-base ones are saved with their masked-LM head (architectures: BertForMaskedLM), MiniLM without.
+KNOWN_SHAPES = {"google-bert/bert-base-uncased": (12, 12), "google-bert/bert-base-cased": (12, 12),
+                "bert-base-uncased": (12, 12), "bert-base-cased": (12, 12),
+                "sentence-transformers/all-MiniLM-L6-v2": (6, 12)}
+
+# Examples in the built-in corpora's splits, where no data table exists yet. GLUE: num_examples of the
+# Hugging Face dataset nyu-mll/glue (its README's dataset_info), the source downloaded without a mirror.
+# WiC: the official release (train/dev/test pairs). UD 2.16: sentences of the release files (EWT: the
+# release's stats; GUM: train from its stats.xml, dev and test counted in the files). A mirror holding a
+# cut copy has fewer (the offline mirror's SST-2 train: 19,999).
+GLUE_SIZES = {"cola": {"train": 8551, "dev": 1043}, "sst2": {"train": 67349, "dev": 872},
+              "mrpc": {"train": 3668, "dev": 408}, "qqp": {"train": 363846, "dev": 40430},
+              "stsb": {"train": 5749, "dev": 1500}, "qnli": {"train": 104743, "dev": 5463},
+              "mnli": {"train": 392702, "dev_matched": 9815, "dev_mismatched": 9832},
+              "rte": {"train": 2490, "dev": 277}, "wnli": {"train": 635, "dev": 71}}
+WIC_SIZES = {"train": 5428, "dev": 638, "test": 1400}
+UD_SIZES = {("UD_English-EWT", "r2.16"): {"train": 12544, "dev": 2001, "test": 2077},
+            ("UD_English-GUM", "r2.16"): {"train": 10224, "dev": 1575, "test": 1464}}
+# GUM 2.16 dev cut into windows of at most 100 words (syntax.coref_window_words' default), as counted by
+# the coref_windows job of the offline study.
+GUM_DEV_WINDOWS_100 = 339
+
+# Mean T^2 per example (T: tokens, special tokens included), measured on the offline study's token tables
+# of all-MiniLM-L6-v2 at max_length 128 (results of `snakemake --profile profiles/offline`; task dev splits
+# capped at their first 1000 examples, treebanks fed as gold words). MiniLM uses bert-base-uncased's
+# WordPiece vocabulary and lower-casing, so bert-base-uncased has the same T per example; a cased or
+# other tokenizer differs by a few tokens, hence an estimate. Wiki: WikiText-2 segments of 128 words
+# (data.wiki.max_words' default; 716 of 1000 reach max_length). Splits not measured get only the bound.
+MEASURED_MAX_LENGTH = 128
+MEAN_T2 = {("glue", "cola", "dev"): 160.7, ("glue", "sst2", "dev"): 740.7, ("glue", "mrpc", "dev"): 2994.0,
+           ("glue", "stsb", "dev"): 979.7, ("glue", "qnli", "dev"): 3025.7, ("glue", "rte", "dev"): 5222.0,
+           ("glue", "wnli", "dev"): 1671.5, ("wic", "wic", "dev"): 498.9,
+           ("ud", "UD_English-EWT", "train"): 611.7, ("ud", "UD_English-EWT", "dev"): 443.0,
+           ("ud", "UD_English-GUM", "dev"): 679.3, ("windows", "UD_English-GUM", "dev"): 8794.2,
+           ("wiki", "wiki", "segments"): 12558.0}
+
+
+# --- sizes: examples, layers and heads, tokens ------------------------------------------------------------
+
+
+def _source_key(study: Study, corpus: str) -> tuple[str, str, str | None]:
+    """What a corpus is made from, whatever its entry's name: ('glue', task), ('ud', repository, release)..."""
+    kind = study.corpora.kind(corpus)
+    if kind == "task":
+        spec = study.corpora.tasks[corpus]
+        return (spec.reader, spec.source["task"] if spec.reader == "glue" else spec.reader, None)
+    if kind in ("treebank", "windows"):
+        entry = study.corpora.treebanks[corpus.removesuffix(WINDOW_SUFFIX) if kind == "windows" else corpus]
+        release = entry.release or study.corpora.ud_release
+        return ("windows" if kind == "windows" else entry.source, entry.location, release)
+    return (kind, corpus, None)
+
+
+def split_size(study: Study, corpus: str, split: str) -> tuple[int | None, str]:
+    """Examples of a split, and where the number comes from."""
+    table = Path(study.paths.data_table(corpus, split))
+    if table.is_file():
+        import pyarrow.parquet as pq
+
+        return pq.read_metadata(table).num_rows, "data table"
+    source, name, release = _source_key(study, corpus)
+    if corpus == "wiki":
+        return study.config["data"]["wiki"]["n_segments"], "data.wiki.n_segments"
+    size = None
+    if source == "glue":
+        size = GLUE_SIZES.get(name, {}).get(split)
+    elif source == "wic":
+        size = WIC_SIZES.get(split)
+    elif source == "ud":
+        size = UD_SIZES.get((name, release), {}).get(split)
+    elif (source, name, release, split) == ("windows", "UD_English-GUM", "r2.16", "dev"):
+        size = GUM_DEV_WINDOWS_100 if study.config["syntax"]["coref_window_words"] == 100 else None
+    return size, "release size" if size is not None else "unknown"
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+@dataclass
+class ModelShape:
+    layers_heads: tuple[int, int] | None   # None: nothing local says
+    source: str                            # where the numbers come from
+    # Whether the checkpoint has a masked-LM head (the separator gradient needs one), from config.json's
+    # 'architectures' (BertForMaskedLM, BertForPreTraining: yes; BertModel: no); None: not known.
+    mlm_head: bool | None = None
+
+
+def _mlm_head(config: dict[str, Any]) -> bool | None:
+    names = config.get("architectures")
+    return any("MaskedLM" in n or "ForPreTraining" in n for n in names) if names else None
+
+
+def model_shape(study: Study, model: str, *, network: bool) -> ModelShape:
+    """Layers and heads of a study model: its card in the results, its local config.json (folder, package,
+    hub cache), the known hub models, or the hub itself (network allowed and not offline)."""
+    entry = study.config["models"][model]
+    hub = entry.get("hub")
+    if hub:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(hub, "config.json", revision=entry.get("revision"))
+        config_file = Path(found) if isinstance(found, str) else None
+    else:
+        config_file = Path(model_location(model, entry)) / "config.json"
+    config = (_read_json(config_file) if config_file else None) or {}
+    card = _read_json(Path(study.results) / "models" / model / "model.json")
+    if card and card.get("num_layers") and card.get("num_heads"):
+        return ModelShape((int(card["num_layers"]), int(card["num_heads"])), "model card", _mlm_head(config))
+    layers = next((config[k] for k in ("num_hidden_layers", "n_layers", "num_layers") if k in config), None)
+    heads = next((config[k] for k in ("num_attention_heads", "n_heads", "num_heads") if k in config), None)
+    if layers and heads:
+        return ModelShape((int(layers), int(heads)), "config.json", _mlm_head(config))
+    if hub in KNOWN_SHAPES and not entry.get("revision"):
+        return ModelShape(KNOWN_SHAPES[hub], "known from the hub's config.json", "bert-base" in hub)
+    if hub and network and not study.offline and not os.environ.get("HF_HUB_OFFLINE"):
+        try:
+            from huggingface_hub import constants
+            from transformers import AutoConfig
+
+            # Without a name server the hub library retries for about 25 s; a failed lookup answers at once.
+            socket.getaddrinfo(urlparse(constants.ENDPOINT).hostname, 443)
+            loaded = AutoConfig.from_pretrained(hub, revision=entry.get("revision"))
+            return ModelShape((loaded.num_hidden_layers, loaded.num_attention_heads), "hub config.json",
+                              _mlm_head(loaded.to_dict()))
+        except Exception as exc:  # noqa: BLE001 - no network or no such model: the plan says unknown
+            return ModelShape(None, f"unknown (needs the model's config; the hub did not answer: {type(exc).__name__})")
+    return ModelShape(None, "unknown (needs the model's config)")
+
+
+def token_table_t2(study: Study, model: str, corpus: str, split: str) -> int | None:
+    """Sum of T^2 over the examples of the results' token table, when it was made with today's settings."""
+    path = Path(study.paths.token_table(model, corpus, split))
+    if not path.is_file():
+        return None
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from ..core.io import read_metadata
+
+    meta = read_metadata(path)
+    wanted = {"max_length": study.config["models"][model]["max_length"],
+              "max_examples": study.config["attention"]["max_examples"].get(corpus)}
+    if corpus in study.treebank_corpora:
+        wanted["input_protocol"] = study.config["attention"]["input_protocol"]
+    if any(meta.get(key) != value for key, value in wanted.items()):
+        return None  # its job reruns with other settings: the table says nothing about the new one
+    _, counts = np.unique(pq.read_table(path, columns=["example_id"])["example_id"].to_numpy(), return_counts=True)
+    return int((counts.astype(np.int64) ** 2).sum())
+
+
+def _mean_t2(study: Study, model: str, corpus: str, split: str) -> float | None:
+    """The measured mean T^2 where the settings are those it was measured under."""
+    source, name, _ = _source_key(study, corpus)
+    config = study.config
+    if config["models"][model]["max_length"] != MEASURED_MAX_LENGTH:
+        return None
+    if corpus in study.treebank_corpora and config["attention"]["input_protocol"] != "words":
+        return None
+    if source == "windows" and config["syntax"]["coref_window_words"] != 100:
+        return None
+    if corpus == "wiki" and config["data"]["wiki"]["max_words"] != 128:
+        return None
+    return MEAN_T2.get((source, name, split))
+
+
+@dataclass
+class DumpSize:
+    model: str
+    checkpoint: str
+    corpus: str
+    split: str
+    examples: int | None      # examples dumped (at most, when examples_basis says 'at most')
+    examples_basis: str
+    values: float | None      # attention values: exact (token table) or estimated (measured mean T^2)
+    values_basis: str
+    values_max: int | None    # examples x layers x heads x max_length^2
+
+
+def size_dump(study: Study, dump: tuple[str, str, str, str], shape: tuple[int, int] | None) -> DumpSize:
+    model, checkpoint, corpus, split = dump
+    size, basis = split_size(study, corpus, split)
+    cap = study.config["attention"]["max_examples"].get(corpus)
+    if size is None and cap:
+        size, basis = cap, "at most attention.max_examples"
+    elif size is not None and cap and cap < size:
+        size, basis = cap, f"attention.max_examples (of {size:,}, {basis})"
+    if shape is None or size is None:
+        why = "unknown layers/heads" if shape is None else "unknown size"
+        return DumpSize(*dump, size, basis, None, why, None)
+    lh = shape[0] * shape[1]
+    values_max = size * lh * study.config["models"][model]["max_length"] ** 2
+    exact = token_table_t2(study, model, corpus, split)
+    if exact is not None:
+        return DumpSize(*dump, size, basis, float(exact * lh), "token table", values_max)
+    mean = _mean_t2(study, model, corpus, split)
+    if mean is not None and "at most" not in basis:
+        return DumpSize(*dump, size, basis, size * lh * mean, "measured mean T^2", values_max)
+    return DumpSize(*dump, size, basis, None, "bound only", values_max)
