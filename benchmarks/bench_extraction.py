@@ -154,6 +154,9 @@ def main() -> None:
     print(f"extraction (forward + attentions + float16 Parquet shards): {extraction:.2f} s")
     print(f"ratio extraction / bare forward: {extraction / bare:.2f}x (target <= 1.25)")
     print(f"bytes on disk per stored attention value: {summary['bytes_per_value']:.3f} (target <= 2)")
+    print(f"where the time goes (codec {summary['compression']}; the writer thread overlaps the model):")
+    for part, seconds in summary["timings"].items():
+        print(f"  {part:<42} {seconds:6.2f} s")
     for n in (100, 300, n_examples):
         peak = child_peak_memory(args, n)
         print(f"peak RSS, extraction of the first {peak['examples']:>5} examples: {peak['peak_rss_mb']:.0f} MB")

@@ -180,6 +180,16 @@ def extract_attention(checkpoint_manifest: str | Path, token_table: str | Path, 
     shards: list[dict[str, Any]] = []
     started = time.perf_counter()
     done = 0
+    # Where the time goes (seconds; the manifest keeps them, benchmarks/bench_extraction.py prints them):
+    # the writer thread's work overlaps the model's, so only "waiting for the writer" adds to the wall time.
+    timings = dict.fromkeys(("forward and float16 cast", "copy into the column", "waiting for the writer",
+                             "writer thread: encode, compress, write", "closing shards", "shard sha256"), 0.0)
+
+    def timed_write(writer: pq.ParquetWriter, record: pa.RecordBatch) -> None:
+        began = time.perf_counter()
+        writer.write_batch(record)
+        timings["writer thread: encode, compress, write"] += time.perf_counter() - began
+
     # Parquet encoding and compression run on a writer thread while the model computes the next batch.
     with ThreadPoolExecutor(max_workers=1) as writer_thread:
         for shard_index, name in enumerate(shard_names(n_shards)):
@@ -203,24 +213,35 @@ def extract_attention(checkpoint_manifest: str | Path, token_table: str | Path, 
                         ids[row, :lengths[index]] = input_ids[index]
                         types[row, :lengths[index]] = token_types[index]
                         mask[row, :lengths[index]] = 1
+                    began = time.perf_counter()
                     maps = forward_attentions(
                         model, torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device),
-                        torch.from_numpy(types).to(device) if uses_token_types else None)
+                        torch.from_numpy(types).to(device) if uses_token_types else None).cpu().numpy()
+                    copied = time.perf_counter()
                     record = pa.record_batch([pa.array(example_ids[batch], pa.int64()),
                                               pa.array(lengths[batch], pa.int32()),
-                                              maps_column(maps.cpu().numpy(), lengths[batch])], schema=schema)
+                                              maps_column(maps, lengths[batch])], schema=schema)
+                    waiting = time.perf_counter()
                     # At most two batches wait for the writer, so memory stays flat however many
                     # examples a shard holds, even when writing is slower than the model.
                     while len(pending) >= 2:
                         pending.pop(0).result()
-                    pending.append(writer_thread.submit(writer.write_batch, record))
+                    pending.append(writer_thread.submit(timed_write, writer, record))
+                    timings["forward and float16 cast"] += copied - began
+                    timings["copy into the column"] += waiting - copied
+                    timings["waiting for the writer"] += time.perf_counter() - waiting
                     done += len(batch)
+                began = time.perf_counter()
                 for future in pending:
                     future.result()
                 writer.close()
+            timings["closing shards"] += time.perf_counter() - began
+            began = time.perf_counter()
+            digest = _sha256(destination)
+            timings["shard sha256"] += time.perf_counter() - began
             shards.append({"file": name, "rows": int(hi - lo), "first_position": int(lo),
                            "example_ids": [int(example_ids[lo]), int(example_ids[hi - 1])] if hi > lo else [],
-                           "bytes": destination.stat().st_size, "sha256": _sha256(destination),
+                           "bytes": destination.stat().st_size, "sha256": digest,
                            "example_ids_sha256": example_ids_digest(
                                np.concatenate(stored_ids) if stored_ids else np.zeros(0, np.int64))})
             elapsed = time.perf_counter() - started
@@ -232,7 +253,7 @@ def extract_attention(checkpoint_manifest: str | Path, token_table: str | Path, 
                "num_heads": heads, "examples": len(example_ids), "tokens": int(lengths.sum()),
                "values": values, "bytes": int(sum(s["bytes"] for s in shards)), "device": device,
                "seconds": round(time.perf_counter() - started, 3), "shards": shards,
-               "token_table": str(token_table)}
+               "token_table": str(token_table), "timings": {k: round(v, 3) for k, v in timings.items()}}
     summary["bytes_per_value"] = summary["bytes"] / max(values, 1)
     write_json(summary, out_dir / "manifest.json")
     log.info("dump complete: %d examples, %.3f bytes per stored value, %.1f s", summary["examples"],
