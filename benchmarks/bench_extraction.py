@@ -100,7 +100,8 @@ def extract(manifest: Path, token_table: Path, out: Path, args: argparse.Namespa
     # The model is a local folder: nothing to download.
     return extract_attention(manifest, token_table, out, n_shards=4, batch_size=args.batch_size,
                              max_batch_tokens=args.max_batch_tokens, device=args.device, threads=args.threads,
-                             offline=True, compression=args.compression)
+                             offline=True, compression=args.compression,
+                             implementation=args.implementation)
 
 
 def run_child(args: argparse.Namespace) -> None:
@@ -126,6 +127,7 @@ def main() -> None:
     parser.add_argument("--max-batch-tokens", type=int, default=defaults["max_batch_tokens"])
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default=defaults["device"])
     parser.add_argument("--compression", choices=("lz4", "zstd", "none"), default=defaults["compression"])
+    parser.add_argument("--implementation", choices=("eager", "fused"), default=defaults["implementation"])
     parser.add_argument("--examples", type=int, default=0)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()

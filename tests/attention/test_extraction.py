@@ -71,7 +71,8 @@ def _whitespace_annotation(data_path, output):
     return output
 
 
-def _dump(tmp_path, model_dir, pairs, n_shards=3, max_length=64, batch_size=3, compression="lz4"):
+def _dump(tmp_path, model_dir, pairs, n_shards=3, max_length=64, batch_size=3, compression="lz4",
+          implementation="eager"):
     data = _data(tmp_path, pairs)
     annotation = _whitespace_annotation(data, tmp_path / "annotation.parquet")
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
@@ -84,7 +85,7 @@ def _dump(tmp_path, model_dir, pairs, n_shards=3, max_length=64, batch_size=3, c
     out = tmp_path / "dump"
     summary = extract_attention(manifest, token_path, out, n_shards=n_shards, batch_size=batch_size,
                                 max_batch_tokens=10_000, device="cpu", threads=1, offline=False,
-                                compression=compression)
+                                compression=compression, implementation=implementation)
     return data, token_path, out, summary, stats
 
 
@@ -132,6 +133,22 @@ def test_every_codec_reads_back_the_same_maps(tmp_path, tiny_bert, compression):
     expected = {example.example_id: example.attention for example in AttentionDump(baseline).iter_examples()}
     for example in AttentionDump(other).iter_examples():
         np.testing.assert_array_equal(example.attention, expected.pop(example.example_id))
+    assert not expected
+
+
+@pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_roberta"])
+def test_fused_capture_stores_the_eager_maps(tmp_path, request, fixture):
+    """attention.implementation: fused (SDPA forward, weights beside it) equals eager within float16 rounding."""
+    model_dir = request.getfixturevalue(fixture)
+    for folder in ("eager", "fused"):
+        (tmp_path / folder).mkdir()
+    _, _, eager, _, _ = _dump(tmp_path / "eager", model_dir, pairs=True)
+    _, _, fused, summary, _ = _dump(tmp_path / "fused", model_dir, pairs=True, implementation="fused")
+    assert summary["implementation"] == "fused"
+    expected = {example.example_id: example.attention for example in AttentionDump(eager).iter_examples()}
+    for example in AttentionDump(fused).iter_examples():
+        np.testing.assert_allclose(example.attention.astype(np.float32),
+                                   expected.pop(example.example_id).astype(np.float32), atol=1e-3, rtol=0)
     assert not expected
 
 
@@ -253,7 +270,7 @@ def write_then_die(self, *args, **kwargs):
     return original(self, *args, **kwargs)
 pq.ParquetWriter.write_batch = write_then_die
 extract_attention({manifest!r}, {tokens!r}, {out!r}, n_shards=2, batch_size=1, max_batch_tokens=10000, device="cpu",
-                  threads=1, offline=False, compression="lz4")
+                  threads=1, offline=False, compression="lz4", implementation="eager")
 """
 
 
@@ -282,7 +299,7 @@ def test_a_job_killed_mid_write_leaves_nothing_a_rerun_would_trust(tmp_path, tin
         AttentionDump(out)
     # A rerun cleans the leftovers and completes.
     extract_attention(manifest, tmp_path / "tokens.parquet", out, n_shards=2, batch_size=32, max_batch_tokens=8192,
-                      device="cpu", threads=1, offline=False, compression="lz4")
+                      device="cpu", threads=1, offline=False, compression="lz4", implementation="eager")
     assert {p.name for p in out.iterdir()} == {*shard_names(2), "manifest.json"}
     assert len(list(AttentionDump(out).iter_examples())) == len(SENTENCES)
 

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
 from ..core.io import atomic_path, read_metadata, write_json
+from .capture import attn_implementation
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +145,7 @@ def _sha256(path: Path) -> str:
 
 def extract_attention(checkpoint_manifest: str | Path, token_table: str | Path, out_dir: str | Path, *,
                       n_shards: int, batch_size: int, max_batch_tokens: int, device: str, threads: int,
-                      offline: bool, compression: str) -> dict[str, Any]:
+                      offline: bool, compression: str, implementation: str) -> dict[str, Any]:
     """Run the checkpoint over every example of a token table and write the attention shards."""
     import torch
 
@@ -156,7 +157,8 @@ def extract_attention(checkpoint_manifest: str | Path, token_table: str | Path, 
         stale.unlink()
     manifest = read_manifest(checkpoint_manifest)
     try:
-        _, model = load_checkpoint(checkpoint_manifest, offline=offline)
+        _, model = load_checkpoint(checkpoint_manifest, offline=offline, attn_implementation=attn_implementation(
+            implementation))
     except (ValueError, OSError) as exc:
         raise AtlasError(f"checkpoint {manifest['model']}/{manifest['checkpoint']}: cannot load it with eager "
                          f"attention ({exc})") from exc
@@ -249,7 +251,8 @@ def extract_attention(checkpoint_manifest: str | Path, token_table: str | Path, 
                      len(example_ids), done / max(elapsed, 1e-9))
     values = int(sum(layers * heads * int(n) ** 2 for n in lengths))
     summary = {"model": manifest["model"], "checkpoint": manifest["checkpoint"], "dump_id": dump_id,
-               "input_protocol": input_protocol, "compression": compression, "num_layers": layers,
+               "input_protocol": input_protocol, "compression": compression,
+               "implementation": implementation, "num_layers": layers,
                "num_heads": heads, "examples": len(example_ids), "tokens": int(lengths.sum()),
                "values": values, "bytes": int(sum(s["bytes"] for s in shards)), "device": device,
                "seconds": round(time.perf_counter() - started, 3), "shards": shards,

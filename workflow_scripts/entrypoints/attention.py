@@ -15,7 +15,7 @@ def annotation(smk: Any) -> None:
     build_annotation(smk.wildcards.corpus, smk.input.data, smk.output[0], annotator=smk.params.annotator,
                      spacy_model=smk.params.spacy_model, stanza_dir=smk.params.stanza_dir,
                      stanza_models=smk.params.stanza_models, pretokenized=smk.params.pretokenized,
-                     offline=smk.params.offline)
+                     offline=smk.params.offline, implementation=smk.params.implementation)
 
 
 @entry_point("token_table")

@@ -70,8 +70,10 @@ def weights_options(manifest: dict[str, Any]) -> dict[str, Any]:
     return {"use_safetensors": True} if manifest.get("kind") in ("random", "finetuned") else {}
 
 
-def load_checkpoint(manifest_path: str | Path, *, with_attentions: bool = True, offline: bool):
-    """Load (tokenizer, model) of a checkpoint, with eager attention so maps are returned."""
+def load_checkpoint(manifest_path: str | Path, *, with_attentions: bool = True, offline: bool,
+                    attn_implementation: str = "eager"):
+    """Load (tokenizer, model) of a checkpoint, with an attention implementation that returns maps: eager,
+    or one registered for it (workflow_scripts/attention/capture.py)."""
     from transformers import AutoModel, AutoTokenizer
 
     manifest = read_manifest(manifest_path)
@@ -79,8 +81,8 @@ def load_checkpoint(manifest_path: str | Path, *, with_attentions: bool = True, 
     if manifest.get("revision"):
         kwargs["revision"] = manifest["revision"]
     tokenizer = AutoTokenizer.from_pretrained(manifest["load_from"], **kwargs)
-    # Fused (SDPA/flash) kernels return no attention weights: eager is required (METHODS 1).
-    model = AutoModel.from_pretrained(manifest["load_from"], attn_implementation="eager", **kwargs,
+    # Fused (SDPA/flash) kernels return no attention weights: eager, or the capture function (METHODS 1).
+    model = AutoModel.from_pretrained(manifest["load_from"], attn_implementation=attn_implementation, **kwargs,
                                       **weights_options(manifest))
     model.eval()
     return tokenizer, model
