@@ -1,7 +1,17 @@
 # Attention stage (METHODS 4-6): word annotation, token tables aligned to words, attention dumps.
 from workflow_scripts.attention.extract import shard_names
+from workflow_scripts.study.annotation import stanza_downloads_pending
 
 ATTENTION = STUDY.config["attention"]
+
+# Online, an annotation job whose stanza model folder (annotation.stanza_dir) lacks its language downloads the
+# models: then the annotation jobs run on the node Snakemake runs on (under a cluster profile the login node, where
+# the internet is), as the data rules do. Offline, or with every model there (e.g. after the prefetch), they are
+# ordinary jobs.
+if stanza_downloads_pending(STUDY.config, STUDY.corpora):
+
+    localrules:
+        annotation,
 
 
 rule annotation:
@@ -90,6 +100,7 @@ rule extract_attention:
     params:
         num_shards=ATTENTION["num_shards"],
         compression=ATTENTION["compression"],
+        implementation=ATTENTION["implementation"],
         batch_size=ATTENTION["batch_size"],
         max_batch_tokens=ATTENTION["max_batch_tokens"],
         device=ATTENTION["device"],

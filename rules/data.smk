@@ -111,8 +111,9 @@ rule treebank_table:
         offline=STUDY.offline,
         downloads=STUDY.config["downloads"],
         ud_release=DATA["ud_release"],
-        # A function: Snakemake would read the template's {repo}, {tag} and {file} as wildcards.
+        # Functions: Snakemake would read the templates' {repo}, {tag} and {file} as wildcards.
         ud_url=lambda wc: DATA["ud_url"],
+        ud_api_url=lambda wc: DATA["ud_api_url"],
     script:
         "scripts/entry.py"
 
@@ -138,8 +139,9 @@ rule coreference_mentions:
         offline=STUDY.offline,
         downloads=STUDY.config["downloads"],
         ud_release=DATA["ud_release"],
-        # A function: Snakemake would read the template's {repo}, {tag} and {file} as wildcards.
+        # Functions: Snakemake would read the templates' {repo}, {tag} and {file} as wildcards.
         ud_url=lambda wc: DATA["ud_url"],
+        ud_api_url=lambda wc: DATA["ud_api_url"],
     script:
         "scripts/entry.py"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from support.entries import local_treebank
+from support.entries import UD_SOURCE, local_treebank
 from workflow_scripts.core.errors import SourceUnavailableError
 from workflow_scripts.core.io import read_metadata
 from workflow_scripts.data.build import build_task, build_treebank
@@ -21,7 +21,7 @@ def test_a_ud_entry_follows_ud_file_names_and_release_urls():
                            treebank_splits=["train", "dev"])
     assert entry.splits == {"train": ("de_gsd-ud-train.conllu",), "dev": ("de_gsd-ud-dev.conllu",)}
     assert entry.mirror_candidates("dev") == [["ud/UD_German-GSD/de_gsd-ud-dev.conllu"]]
-    assert entry.urls("dev", "r2.16") == [
+    assert entry.urls("dev", "r2.16", UD_SOURCE["ud_url"]) == [
         "https://raw.githubusercontent.com/UniversalDependencies/UD_German-GSD/r2.15/de_gsd-ud-dev.conllu"]
     assert (entry.format, entry.tagset, entry.labelled) == ("conllu", "upos", True)
 
@@ -33,7 +33,8 @@ def test_a_local_malt_tab_treebank_reads_every_file_of_its_globs_in_order(tmp_pa
     assert [p.name for p in entry.local_files("train")] == ["wsj_0001.dp", "wsj_0002.dp"]
     out = tmp_path / "out" / "train.parquet"
     build_treebank(entry, "train", entry.local_files("train"), out, mirror=None, offline=True,
-                   download_dir=tmp_path / "dl", ud_tag="r2.16")
+                   download_dir=tmp_path / "dl",
+                       ud_tag="r2.16", **UD_SOURCE)
     table = pq.read_table(out).to_pydict()
     assert table["example_id"] == [0, 1] and [w[0] for w in table["words"]] == ["0001", "0002"]
     assert table["head"][0] == [1, 2, -1, 2] and table["upos"][0] == ["PROPN", "PROPN", "VERB", "PUNCT"]
@@ -50,8 +51,10 @@ def test_a_url_treebank_is_downloaded_once_and_refused_offline(tmp_path):
                                   "splits": {"dev": "de-dev.conllx"}}, treebank_splits=["dev"])
     out = tmp_path / "out.parquet"
     with pytest.raises(SourceUnavailableError, match=r"'offline' is true"):
-        build_treebank(entry, "dev", [], out, mirror=None, offline=True, download_dir=tmp_path / "dl", ud_tag="r2.16")
-    build_treebank(entry, "dev", [], out, mirror=None, offline=False, download_dir=tmp_path / "dl", ud_tag="r2.16")
+        build_treebank(entry, "dev", [], out, mirror=None, offline=True, download_dir=tmp_path / "dl",
+                       ud_tag="r2.16", **UD_SOURCE)
+    build_treebank(entry, "dev", [], out, mirror=None, offline=False, download_dir=tmp_path / "dl",
+                   ud_tag="r2.16", **UD_SOURCE)
     assert [p.name for p in (tmp_path / "dl").rglob("*.conllx")] == ["de-dev.conllx"]  # under the URL's path
     table = pq.read_table(out).to_pydict()
     assert table["words"] == [["Sie", "schläft"]] and table["head"] == [[1, -1]] and table["upos"][0][1] == "VERB"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support.entries import UD
+from support.entries import GLOVE_RELEASE, UD, UD_SOURCE, WIC_RELEASE
 from workflow_scripts.core.errors import InputEncodingError, InputFormatError
 from workflow_scripts.data.build import build_glove, build_glue, build_treebank, build_wic, build_wiki
 from workflow_scripts.data.fetch import unavailable
@@ -223,7 +223,7 @@ def test_build_glue_glove_wic_treebank_from_mirror_files(tmp_path):
     glove, _, _ = with_bad_byte(tmp_path / "m" / "glove.txt", "a 1\n", " 2\n")
     with pytest.raises(InputEncodingError) as info:
         build_glove([glove], out / "glove.parquet", max_words=None, mirror=None, offline=True,
-                    download_dir=tmp_path / "dl")
+                    download_dir=tmp_path / "dl", **GLOVE_RELEASE)
     check(info.value, glove, 2, 4)
 
     data = tmp_path / "m" / "dev.data.txt"
@@ -231,13 +231,13 @@ def test_build_glue_glove_wic_treebank_from_mirror_files(tmp_path):
     gold, _, _ = with_bad_byte(tmp_path / "m" / "dev.gold.txt", "", "\n")
     with pytest.raises(InputEncodingError) as info:
         build_wic("dev", [data, gold], out / "wic.parquet", mirror=None, offline=True,
-                  download_dir=tmp_path / "dl")
+                  download_dir=tmp_path / "dl", **WIC_RELEASE)
     check(info.value, gold, 1, 0)
 
     conllu, _, _ = with_bad_byte(tmp_path / "m" / "t.conllu", "# text = ", "\n1\te\t_\t_\t_\t_\t0\troot\t_\t_\n")
     with pytest.raises(InputEncodingError) as info:
         build_treebank(UD["ewt"], "dev", [conllu], out / "ewt.parquet", mirror=None, offline=True,
-                       download_dir=tmp_path / "dl", ud_tag="r2.16")
+                       download_dir=tmp_path / "dl", ud_tag="r2.16", **UD_SOURCE)
     check(info.value, conllu, 1, 9)
     assert no_outputs(out) == []
     assert not (tmp_path / "dl").exists()

@@ -15,8 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from support.entries import GLOVE_RELEASE, UD_SOURCE, WIC_RELEASE
 from support.paths import REPO
-from support.release_server import WIC_SPLITS, serve, write_releases
+from support.release_server import WIC_SPLITS, git_blob_id, serve, write_contents_api, write_releases
 from support.resolved_config import resolve
 from workflow_scripts.core.io import read_metadata
 from workflow_scripts.data.build import build_glove, build_treebank, build_wic
@@ -30,6 +31,7 @@ def study_config(base: str, model, *, models=("tiny",)) -> dict:
         "study": {"models": list(models), "tasks": ["wic"], "treebanks": ["ewt"], "wiki": False, "glove": True},
         "models": {"tiny": {"path": str(model), "max_length": 32}, "tinyhub": {"hub": "org/tiny", "max_length": 32}},
         "data": {"treebank_splits": ["train", "dev"], "ud_url": f"{base}/ud/{{repo}}/{{file}}",
+                 "ud_api_url": f"{base}/api/{{repo}}/{{file}}?ref={{tag}}",
                  "wic": {"url": f"{base}/WiC_dataset.zip"}, "glove": {"url": f"{base}/glove.6B.zip"}},
         "annotation": {"annotator": "spacy"},
         "attention": {"corpora": {"ewt": ["dev"]}},
@@ -41,6 +43,14 @@ def run_prefetch(work, config: dict, capsys, *extra: str) -> tuple[int, str]:
     code = prefetch.main(["--configfile", str(work / "study.yaml"), "--mirror", str(work / "mirror"),
                           "--models", str(work / "models"), "--write-config", str(work / "offline.yaml"), *extra])
     return code, capsys.readouterr().out
+
+
+def run_prefetch_err(work, config: dict, capsys) -> tuple[int, str]:
+    """The prefetch's exit status and what it wrote to stderr (where an invalid start is reported)."""
+    (work / "study.yaml").write_text(yaml.safe_dump(config))
+    code = prefetch.main(["--configfile", str(work / "study.yaml"), "--mirror", str(work / "mirror"),
+                          "--models", str(work / "models")])
+    return code, capsys.readouterr().err
 
 
 @pytest.fixture
@@ -62,6 +72,7 @@ def test_the_prefetch_fills_the_mirror_and_the_offline_run_reads_it(tmp_path, re
     assert sorted(record) == sorted(expected)
     dev_file = "ud/UD_English-EWT/en_ewt-ud-dev.conllu"
     assert record[dev_file]["source"] == f"{base}/{dev_file}"
+    assert record[dev_file]["verified"] == "git blob id matches the release (GitHub API)"
     assert record["glove/glove.6B.50d.txt"]["source"] == f"{base}/glove.6B.zip!glove.6B.50d.txt"
     assert "unverified" in record["wic/dev/dev.data.txt"]["verified"]  # a user's URL with no checksum: recorded
     assert (tmp_path / "models" / "tiny" / "config.json").is_file()
@@ -84,11 +95,11 @@ def test_the_prefetch_fills_the_mirror_and_the_offline_run_reads_it(tmp_path, re
     assert all(files.values()), files
     out_dir = tmp_path / "tables"
     build_treebank(corpora.treebanks["ewt"], "dev", files[("ewt", "dev")], out_dir / "ewt.parquet",
-                   mirror=config["mirror"], offline=True, download_dir=tmp_path / "dl", ud_tag="r2.16")
+                   mirror=config["mirror"], offline=True, download_dir=tmp_path / "dl", ud_tag="r2.16", **UD_SOURCE)
     build_wic("test", files[("wic", "test")], out_dir / "wic.parquet", mirror=config["mirror"], offline=True,
-              download_dir=tmp_path / "dl")
+              download_dir=tmp_path / "dl", **WIC_RELEASE)
     build_glove(files[("glove", "vectors")], out_dir / "glove.parquet", max_words=None, mirror=config["mirror"],
-                offline=True, download_dir=tmp_path / "dl")
+                offline=True, download_dir=tmp_path / "dl", **GLOVE_RELEASE)
     assert pq.read_table(out_dir / "ewt.parquet").num_rows == 4 and pq.read_table(out_dir / "wic.parquet").num_rows == 2
     assert read_metadata(out_dir / "glove.parquet")["source"] == f"mirror:{mirror.resolve()}/glove/glove.6B.50d.txt"
     assert not (tmp_path / "dl").exists()
@@ -221,5 +232,96 @@ def test_a_url_treebank_is_prefetched_under_its_urls_host_and_path(tmp_path, rel
     host = base.removeprefix("http://")
     assert entry.mirror_candidates("dev") == [[f"url/{host}/ud/UD_English-EWT/en_ewt-ud-dev.conllu"]]
     mirror = data_prefetch.Mirror.open(tmp_path / "mirror")
-    step = data_prefetch.fetch_treebank(mirror, entry, "dev", ud_release="r2.16", ud_url="unused")
+    step = data_prefetch.fetch_treebank(mirror, entry, "dev", ud_release="r2.16", ud_url="unused", ud_api_url=None)
     assert step.status == "fetched" and (mirror.root / entry.mirror_candidates("dev")[0][0]).is_file()
+
+
+def test_a_changed_release_tag_fetches_the_file_again(tmp_path, releases, tiny_bert, capsys):
+    """The mirror keeps a UD file under one path for every tag: the record's URL says which tag it holds."""
+    base, _ = releases
+    config = study_config(base, tiny_bert)
+    config["data"]["ud_url"] = f"{base}/ud/{{repo}}/{{file}}?tag={{tag}}"  # the server ignores the query
+    assert run_prefetch(tmp_path, config, capsys)[0] == 0
+    served = tmp_path / "releases" / "ud" / "UD_English-EWT" / "en_ewt-ud-dev.conllu"
+    release = served.read_text().replace("# text", "# newdoc\n# text", 1)  # the other tag's file
+    served.write_text(release)
+    write_contents_api(tmp_path / "releases", "UD_English-EWT", served.name, {"sha": git_blob_id(served.read_bytes())})
+    config["data"]["ud_release"] = "r2.15"
+    code, out = run_prefetch(tmp_path, config, capsys)
+    assert code == 0 and "fetched  ewt/dev" in out and "fetched  ewt/train" in out, out
+    mirror = tmp_path / "mirror"
+    assert (mirror / "ud/UD_English-EWT/en_ewt-ud-dev.conllu").read_text() == release
+    record = json.loads((mirror / "PREFETCH.json").read_text())["files"]["ud/UD_English-EWT/en_ewt-ud-dev.conllu"]
+    assert record["source"] == f"{base}/ud/UD_English-EWT/en_ewt-ud-dev.conllu?tag=r2.15"
+    assert "present  glove/vectors" in out  # sources that did not change stay
+
+
+def test_a_changed_hub_revision_fetches_the_task_again(tmp_path, monkeypatch):
+    import pyarrow as pa
+
+    from workflow_scripts.data import prefetch as data_prefetch
+    from workflow_scripts.data.entries import task_spec
+    from workflow_scripts.data.tables import text_task_schema
+
+    revisions = []
+
+    def hub(**kwargs):
+        revisions.append(kwargs["revision"])
+        return pa.Table.from_pydict({"example_id": [0], "source_id": ["0"], "text_a": [f"At {kwargs['revision']}."],
+                                     "text_b": [None], "label": [1]}, schema=text_task_schema(False))
+
+    monkeypatch.setattr(data_prefetch, "load_task_from_hub", hub)
+    mirror = data_prefetch.Mirror.open(tmp_path / "mirror")
+
+    def spec(revision):
+        return task_spec("reviews", {"hub": {"dataset": "org/reviews", "config": None, "revision": revision},
+                                     "splits": {"dev": "validation"}, "text": ["review"], "label": "stars",
+                                     "kind": "classification", "labels": ["neg", "pos"]})
+
+    assert data_prefetch.fetch_hub_task(mirror, spec("v1"), "dev").status == "fetched"
+    assert data_prefetch.fetch_hub_task(mirror, spec("v1"), "dev").status == "present"
+    assert data_prefetch.fetch_hub_task(mirror, spec("v2"), "dev").status == "fetched"
+    assert revisions == ["v1", "v2"]
+    assert "At v2." in (mirror.root / "hub/org/reviews/default/validation.jsonl").read_text()
+    assert mirror.files["hub/org/reviews/default/validation.jsonl"]["source"].endswith("(None, validation) @ v2")
+
+
+def test_a_web_page_served_instead_of_the_archive_names_the_url_and_the_fix(tmp_path, releases, tiny_bert, capsys):
+    base, _ = releases
+    (tmp_path / "releases" / "login.html").write_text("<!DOCTYPE html><html><body>Sign in</body></html>")
+    config = study_config(base, tiny_bert)
+    config["data"]["wic"]["url"] = f"{base}/login.html"
+    code, out = run_prefetch(tmp_path, config, capsys)
+    assert code == 1 and not (tmp_path / "offline.yaml").exists()
+    assert f"FAILED   wic/train,dev,test: {base}/login.html: the file received" in out
+    assert "is not a zip archive (it starts like an HTML page)" in out and "config key 'data.wic.url'" in out
+    assert "fetched  glove/vectors" in out  # the other sources are fetched all the same
+
+
+@pytest.mark.parametrize("record", ["{not json", '{"files": {"ud/x.conllu": {"sha256": "00"}}}', "[]"])
+def test_a_broken_prefetch_record_names_the_file_and_the_fix(tmp_path, releases, tiny_bert, capsys, record):
+    base, _ = releases
+    (tmp_path / "mirror").mkdir()
+    (tmp_path / "mirror" / "PREFETCH.json").write_text(record)
+    code, message = run_prefetch_err(tmp_path, study_config(base, tiny_bert), capsys)
+    assert code == 2, message
+    assert f"{(tmp_path / 'mirror' / 'PREFETCH.json').resolve()}: not a readable prefetch record" in message
+    assert "fix: restore it, or move it away" in message
+
+    # A data job reading a mirror file under it says the same.
+    from workflow_scripts.data.build import prefetched
+    from workflow_scripts.data.prefetch import PrefetchError
+
+    (tmp_path / "mirror" / "ud").mkdir()
+    (tmp_path / "mirror" / "ud" / "x.conllu").write_text("")
+    with pytest.raises(PrefetchError, match="not a readable prefetch record"):
+        prefetched([tmp_path / "mirror" / "ud" / "x.conllu"])
+
+
+def test_a_broken_model_record_names_the_file_and_the_fix(tmp_path, releases, tiny_bert, capsys):
+    base, _ = releases
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "PREFETCH.json").write_text('{"tiny": {"source": 1}}')
+    code, message = run_prefetch_err(tmp_path, study_config(base, tiny_bert), capsys)
+    assert code == 2 and "not a readable prefetch record of models" in message and "fix:" in message
+    assert not (tmp_path / "mirror" / "ud").exists(), "nothing is fetched before the records are read"

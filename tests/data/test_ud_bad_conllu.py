@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from support.conllu import mwt, tok, write_conllu
-from support.entries import UD
+from support.entries import UD, UD_SOURCE
 from workflow_scripts.core.errors import InputFormatError
 from workflow_scripts.data.build import build_mentions
 from workflow_scripts.data.ud import parse_conllu
@@ -226,7 +226,7 @@ def test_build_mentions_rejects_a_cycle_instead_of_guessing_a_head(tmp_path):
     out = tmp_path / "out" / "m.parquet"
     with pytest.raises(InputFormatError, match=r"line 4: sentence 'd-1': the HEADs of words 1 -> 2 -> 3 -> 1"):
         build_mentions(UD["gum"], "dev", [path], out, mirror=None, offline=True, download_dir=tmp_path,
-                       ud_tag="r2.16")
+                       ud_tag="r2.16", **UD_SOURCE)
     assert not out.exists()
 
 

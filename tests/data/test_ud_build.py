@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from support.conllu import tok, write_conllu
-from support.entries import UD
+from support.entries import UD, UD_SOURCE
 from workflow_scripts.core.errors import InputFormatError, SourceUnavailableError
 from workflow_scripts.core.io import read_metadata
 from workflow_scripts.data.build import build_mentions, build_treebank
@@ -17,7 +17,7 @@ from workflow_scripts.data.build import build_mentions, build_treebank
 def test_build_treebank_and_mentions_from_mirror(gum_file, tmp_path):
     treebank_out = tmp_path / "out" / "gum_dev.parquet"
     build_treebank(UD["gum"], "dev", [gum_file], treebank_out, mirror=str(tmp_path), offline=True,
-                   download_dir=tmp_path / "dl", ud_tag="r2.16")
+                   download_dir=tmp_path / "dl", ud_tag="r2.16", **UD_SOURCE)
     table = pq.read_table(treebank_out)
     assert table.num_rows == 4
     assert table["head"].to_pylist()[0] == [1, 4, 4, 4, -1, 4]
@@ -28,7 +28,7 @@ def test_build_treebank_and_mentions_from_mirror(gum_file, tmp_path):
 
     mentions_out = tmp_path / "out" / "gum_mentions_dev.parquet"
     build_mentions(UD["gum"], "dev", [gum_file], mentions_out, mirror=str(tmp_path), offline=True,
-                   download_dir=tmp_path / "dl", ud_tag="r2.16")
+                   download_dir=tmp_path / "dl", ud_tag="r2.16", **UD_SOURCE)
     mentions = pq.read_table(mentions_out)
     assert mentions.num_rows == 8
     meta = read_metadata(mentions_out)
@@ -41,7 +41,7 @@ def test_build_treebank_and_mentions_from_mirror(gum_file, tmp_path):
 def test_build_treebank_offline_without_mirror(tmp_path):
     with pytest.raises(SourceUnavailableError) as info:
         build_treebank(UD["ewt"], "train", [], tmp_path / "ewt.parquet", mirror=None, offline=True,
-                       download_dir=tmp_path / "dl", ud_tag="r2.16")
+                       download_dir=tmp_path / "dl", ud_tag="r2.16", **UD_SOURCE)
     message = str(info.value)
     assert "corpus 'ewt', split 'train'" in message
     assert ("https://raw.githubusercontent.com/UniversalDependencies/UD_English-EWT/r2.16/"
@@ -56,7 +56,7 @@ def test_build_mentions_offline_with_mirror_lacking_file(tmp_path):
     mirror.mkdir()
     with pytest.raises(SourceUnavailableError) as info:
         build_mentions(UD["gum"], "test", [], tmp_path / "m.parquet", mirror=str(mirror), offline=True,
-                       download_dir=tmp_path / "dl", ud_tag="r2.15")
+                       download_dir=tmp_path / "dl", ud_tag="r2.15", **UD_SOURCE)
     message = str(info.value)
     assert "corpus 'gum', split 'test'" in message
     assert f"mirror {mirror / 'ud/UD_English-GUM/en_gum-ud-test.conllu'}" in message
@@ -69,6 +69,6 @@ def test_build_treebank_bad_file_leaves_no_output(tmp_path):
     out = tmp_path / "out" / "t.parquet"
     with pytest.raises(InputFormatError, match="line 3"):
         build_treebank(UD["ewt"], "dev", [bad], out, mirror=None, offline=True, download_dir=tmp_path,
-                       ud_tag="r2.16")
+                       ud_tag="r2.16", **UD_SOURCE)
     assert not out.exists()
     assert not any(p.name.endswith(".partial") for p in tmp_path.rglob("*"))

@@ -7,11 +7,12 @@ import zipfile
 import pyarrow.parquet as pq
 import pytest
 
+from support.entries import WIC_RELEASE
 from support.source_files import no_partials, write
 from workflow_scripts.core.errors import InputFormatError, SourceUnavailableError
 from workflow_scripts.core.io import read_metadata
 from workflow_scripts.data.build import build_wic
-from workflow_scripts.data.registry import WIC_RELEASE_URL, find_in_mirror
+from workflow_scripts.data.registry import find_in_mirror
 from workflow_scripts.data.wic import parse_wic_files, parse_wic_release_zip
 
 # --- WiC -------------------------------------------------------------------------------
@@ -113,17 +114,17 @@ def test_build_wic_from_mirror_and_offline_error(tmp_path):
     write(mirror / "wic" / "dev" / "dev.gold.txt", "T\nT\nF\n")
     output = tmp_path / "out" / "wic_dev.parquet"
     build_wic("dev", find_in_mirror(mirror, "wic", "dev"), output, mirror=str(mirror), offline=True,
-              download_dir=tmp_path / "dl")
+              download_dir=tmp_path / "dl", **WIC_RELEASE)
     assert pq.read_table(output)["label"].to_pylist() == [1, 1, 0]
     assert read_metadata(output)["source"] == f"mirror:{mirror / 'wic/dev/dev.data.txt'}"
 
     with pytest.raises(SourceUnavailableError) as info:
         build_wic("train", find_in_mirror(mirror, "wic", "train"), tmp_path / "out" / "wic_train.parquet",
-                  mirror=str(mirror), offline=True, download_dir=tmp_path / "dl")
+                  mirror=str(mirror), offline=True, download_dir=tmp_path / "dl", **WIC_RELEASE)
     message = str(info.value)
     assert "corpus 'wic', split 'train'" in message
     assert f"mirror {mirror / 'wic/train/train.data.txt'}" in message
-    assert f"{WIC_RELEASE_URL} (skipped: 'offline' is true)" in message
+    assert f"{WIC_RELEASE['url']} (skipped: 'offline' is true)" in message
     assert "fix: give a mirror directory that" in message
     assert not (tmp_path / "out" / "wic_train.parquet").exists()
     assert not (tmp_path / "dl").exists()

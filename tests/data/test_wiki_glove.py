@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from support.entries import UD
+from support.entries import GLOVE_RELEASE, UD, UD_SOURCE
 from workflow_scripts.core.errors import (
     AtlasError,
     InputFormatError,
@@ -221,7 +221,7 @@ def test_build_glove_from_mirror_and_offline(tmp_path):
     source.write_text(GLOVE_TEXT, encoding="utf-8")
     out = tmp_path / "out" / "glove.parquet"
     build_glove([source], out, max_words=2, mirror=str(tmp_path / "mirror"), offline=True,
-                download_dir=tmp_path / "dl")
+                download_dir=tmp_path / "dl", **GLOVE_RELEASE)
     table = pq.read_table(out)
     assert table["word"].to_pylist() == ["the", ","]
     meta = read_metadata(out)
@@ -230,7 +230,7 @@ def test_build_glove_from_mirror_and_offline(tmp_path):
 
     with pytest.raises(SourceUnavailableError) as info:
         build_glove([], tmp_path / "out" / "g2.parquet", max_words=None, mirror=str(tmp_path / "empty"),
-                    offline=True, download_dir=tmp_path / "dl")
+                    offline=True, download_dir=tmp_path / "dl", **GLOVE_RELEASE)
     message = str(info.value)
     assert "corpus 'glove', split 'vectors'" in message
     assert f"mirror {tmp_path / 'empty' / 'glove/glove.6B.50d.txt'}" in message
@@ -255,7 +255,7 @@ def test_summarize(tmp_path):
 
     tb_out = tmp_path / "ewt_dev.parquet"
     build_treebank(UD["ewt"], "dev", [tb_src], tb_out, mirror=None, offline=True, download_dir=tmp_path,
-                   ud_tag="r2.16")
+                   ud_tag="r2.16", **UD_SOURCE)
     csv_out = tmp_path / "summary" / "data.csv"
     frame = summarize([glue_out, tb_out], csv_out)
     assert frame["corpus"].tolist() == ["cola", "ewt"]

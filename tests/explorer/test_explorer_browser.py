@@ -18,6 +18,9 @@ LAYERS, HEADS = 3, 4
 PAYLOADS = ("<img src=x onerror=alert(1)>", "</script><script>window.__pwned=1;document.title='pwned'</script>",
             "<svg onload=alert(2)>", "\u2028<!--")
 HOSTILE_MODEL = "m</title><script>window.__pwned=2</script>"
+# Relation labels that are names of Object.prototype: a plain {} keyed by them would drop or corrupt their rows.
+PROTOTYPE_NAMES = ("__proto__", "constructor")
+HOSTILE_RELATIONS = ("all", PAYLOADS[0], PAYLOADS[1], *PROTOTYPE_NAMES)
 
 
 @pytest.fixture(scope="module")
@@ -33,9 +36,9 @@ def hostile_page(tmp_path_factory):
     root = tmp_path_factory.mktemp("explorer_hostile")
     tokens = {0: ["[CLS]", PAYLOADS[0], "and", PAYLOADS[1], PAYLOADS[2], PAYLOADS[3], "[SEP]"]}
     study = write_explorer_study(root, model=HOSTILE_MODEL, layers=2, heads=2, tokens=tokens,
-                                 relations=("all", PAYLOADS[0], PAYLOADS[1]), behaviours=(PAYLOADS[2], "broad"))
+                                 relations=HOSTILE_RELATIONS, behaviours=(PAYLOADS[2], "broad"))
     head_explorer(study.model, study.tables, root / "page.html",
-                  **study.build_kwargs(relations=["all", PAYLOADS[0], PAYLOADS[1]]))
+                  **study.build_kwargs(relations=list(HOSTILE_RELATIONS)))
     return root / "page.html"
 
 
@@ -155,3 +158,29 @@ def test_markup_in_the_data_shows_literally_and_runs_nothing(hostile_page):
         Select(driver.find_element(by.ID, "measure")).select_by_visible_text("cluster behaviour")
         assert PAYLOADS[2] in driver.find_element(by.ID, "legend").text
         assert driver.execute_script("return window.__pwned === undefined") and page_errors(driver) == []
+
+
+def test_relations_named_like_object_prototype_keys_are_rows_like_any_other(hostile_page):
+    """A relation called __proto__ or constructor (text from the treebank) shows as its own row, with its values."""
+    with chromium() as driver:
+        from selenium.webdriver.common.by import By as by
+        driver.get(hostile_page.as_uri())
+        driver.find_element(by.CSS_SELECTOR, '#grid .cell[data-layer="1"][data-head="0"]').click()
+        rows = driver.execute_script("""
+            const heading = Array.from(document.querySelectorAll('#panel h3'))
+              .find(h => h.textContent.startsWith('Dependency accuracy'));
+            let table = heading.nextElementSibling;
+            while (table.tagName !== 'TABLE') table = table.nextElementSibling;
+            return Array.from(table.querySelectorAll('tr')).slice(1)
+              .map(tr => Array.from(tr.querySelectorAll('td')).map(td => td.textContent));""")
+        # Every relation once, in the page data's order: 'all', then the larger n first (n = 100 + position).
+        assert [row[0] for row in rows] == ["all", *reversed(HOSTILE_RELATIONS[1:])]
+        by_name = {row[0]: row for row in rows}
+        for name in PROTOTYPE_NAMES:
+            relation = HOSTILE_RELATIONS.index(name)
+            # Both directions and n as written (tests/support/explorer_study.py: n = 100 + the relation's position).
+            assert by_name[name][1].endswith("]") and by_name[name][2].endswith("]"), by_name[name]
+            assert by_name[name][3] == str(100 + relation)
+        assert driver.execute_script("return Object.prototype.dependent_to_head === undefined && "
+                                     "typeof Object.dependent_to_head === 'undefined'")
+        assert page_errors(driver) == [] and console_errors(driver) == []

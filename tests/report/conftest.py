@@ -185,7 +185,7 @@ def context() -> StudyContext:
         models=(MODEL,), relations=("all", "det", "case"), select_split="train", score_split="dev",
         tasks=("cola", "sst2", "mrpc"), finetuned_tasks=("cola", "mrpc"), analysed_tasks=("cola", "sst2", "mrpc"),
         predictions={"syntactic": ["cola", "mrpc", "mnli"], "semantic": ["sst2", "qqp", "wic"]}, glove=True,
-        annotator="spacy", resamples=1000, input_protocol="words", syntax_treebank="ewt",
+        annotator="spacy", annotator_caption="spacy", resamples=1000, input_protocol="words", syntax_treebank="ewt",
         treebank_names={"ewt": "EWT", "ptb": "WSJ (PTB sample)"}, languages={"ewt": "en", "ptb": "en"})
 
 

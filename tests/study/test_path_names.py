@@ -58,6 +58,21 @@ PLACES = {
 }
 
 
+def _hub_task(**extra) -> dict:
+    """A hub task as docs/corpora.md writes one: its splits go to MIRROR/hub/DATASET/CONFIG/SPLIT.jsonl."""
+    return {"hub": {"dataset": "org/reviews", "config": "plain_text"}, "splits": {"train": "train", "dev": "test"},
+            "text": ["text"], "label": "label", "kind": "classification", "labels": [0, 1], **extra}
+
+
+# A hub task's names that are parts of its mirror path (data/registry.py hub_mirror_file).
+HUB_PLACES = {
+    "tasks.reviews.hub.dataset": lambda bad: _hub_task(hub={"dataset": bad}),
+    "tasks.reviews.hub.config": lambda bad: _hub_task(hub={"dataset": "org/reviews", "config": bad}),
+    "tasks.reviews.splits": lambda bad: _hub_task(splits={"train": "train", "dev": bad}),
+    "tasks.reviews.dev_split": lambda bad: _hub_task(splits={"train": "train", bad: "test"}, dev_split=bad),
+}
+
+
 def _in_schema(schema: dict, dotted: str) -> bool:
     """Whether the schema defines the config key ``dotted`` (``*``: any entry of a map)."""
     node = schema
@@ -87,6 +102,47 @@ def test_every_name_that_becomes_a_path_component_is_checked(config, schema, tmp
     assert f"config key '{key}': " in message and f"'../x' {REFUSED}: it leads out of its folder" in message
     # One message per name: the schema's own pattern error for the same name is left out.
     assert "does not match" not in message and "is not one of" not in message
+
+
+@pytest.mark.parametrize("bad", ["../x", "..", "a/../../b"])
+@pytest.mark.parametrize("key", sorted(HUB_PLACES))
+def test_a_hub_tasks_mirror_path_names_are_checked(config, schema, key, bad):
+    config["tasks"]["reviews"] = HUB_PLACES[key](bad)
+    message = schema_error(config, schema)
+    assert f"config key '{key}': " in message and f"{bad!r} " in message
+    assert "it leads out of its folder ('..')" in message and "Use " in message
+    assert "does not match" not in message  # one message per name
+
+
+@pytest.mark.parametrize(("dataset", "reason"), [
+    ("org/team/reviews", "more than one '/'"), ("/org/reviews", "absolute path"), ("org\\reviews", "backslash"),
+    ("org/.reviews", "its part '.reviews': it starts with a dot"), ("org/", "its part '': it is empty"),
+    ("org/re views", "its part 're views': it holds ' '"), ("org+1/reviews", "it holds '+'"),
+])
+def test_a_hub_dataset_id_is_the_hubs_own_form(config, schema, dataset, reason):
+    config["tasks"]["reviews"] = _hub_task(hub={"dataset": dataset})
+    message = schema_error(config, schema)
+    assert f"config key 'tasks.reviews.hub.dataset': hub dataset id {dataset!r} cannot be" in message
+    assert reason in message and "NAME or OWNER/NAME" in message
+
+
+@pytest.mark.parametrize("dataset", ["imdb", "stanfordnlp/imdb", "Salesforce/wikitext", "nyu-mll/glue", "a.b_c-1/x.y"])
+def test_hub_dataset_ids_as_the_hub_gives_them_pass(config, schema, dataset):
+    from workflow_scripts.study.path_names import hub_id_problem
+
+    config["tasks"]["reviews"] = _hub_task(hub={"dataset": dataset, "config": None})
+    check_schema(config, schema)
+    assert hub_id_problem(dataset) is None
+
+
+def test_a_schema_error_at_another_key_with_the_same_value_as_a_refused_name_is_kept(config, schema):
+    """Only the schema's error about the refused name itself (same key, same name) is left out."""
+    config["study"]["tasks"].append("../x")             # a refused name: path_names' message
+    config["treebanks"]["ewt"]["ud"] = "../x"           # not a name of path_names: the schema's pattern error
+    message = schema_error(config, schema)
+    assert "config key 'study.tasks': task name '../x' " + REFUSED in message
+    assert "config key 'treebanks.ewt.ud': '../x' does not match" in message
+    assert "config key 'study.tasks[" not in message     # the schema's own error for the refused name: left out
 
 
 def test_a_model_named_dot_dot_plans_nothing_outside_its_folders():

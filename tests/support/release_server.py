@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import http.server
+import json
 import threading
 import zipfile
 from collections.abc import Iterator
@@ -28,13 +30,27 @@ def glove_text(dim: int = 5) -> str:
                    for i, w in enumerate(GLOVE_WORDS))
 
 
+def git_blob_id(content: bytes) -> str:
+    """What git (and GitHub's contents API, as "sha") names a file by: sha1 of b"blob SIZE\\0" and the content."""
+    return hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
+
+
+def write_contents_api(root: Path, repo: str, file: str, answer: dict) -> None:
+    """What GitHub's contents API answers for ``repo``/``file``, at api/REPO/FILE (the server drops '?ref=...')."""
+    (root / "api" / repo).mkdir(parents=True, exist_ok=True)
+    (root / "api" / repo / file).write_text(json.dumps(answer), encoding="utf-8")
+
+
 def write_releases(root: Path) -> Path:
-    """``root`` laid out as the release URLs are: ud/REPO/FILE, WiC_dataset.zip, glove.6B.zip."""
+    """``root`` laid out as the release URLs are: ud/REPO/FILE, WiC_dataset.zip, glove.6B.zip; and the UD files'
+    git blob ids as GitHub's contents API gives them, at api/REPO/FILE (data.ud_api_url: BASE/api/{repo}/{file})."""
     ewt = root / "ud" / "UD_English-EWT"
     ewt.mkdir(parents=True)
     for n, split in enumerate(("train", "dev", "test")):
-        (ewt / f"en_ewt-ud-{split}.conllu").write_text("".join(CONLLU.format(n=n * 10 + i) for i in range(2)),
-                                                      encoding="utf-8")
+        path = ewt / f"en_ewt-ud-{split}.conllu"
+        path.write_text("".join(CONLLU.format(n=n * 10 + i) for i in range(2)), encoding="utf-8")
+        write_contents_api(root, "UD_English-EWT", path.name,
+                           {"name": path.name, "sha": git_blob_id(path.read_bytes())})
     with zipfile.ZipFile(root / "WiC_dataset.zip", "w") as archive:
         for split, n in WIC_SPLITS.items():
             data, gold = wic_lines(n)

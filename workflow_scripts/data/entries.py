@@ -19,7 +19,6 @@ from .registry import (
     GLUE_METRICS,
     GLUE_TASKS,
     TASK_DISPLAY_NAMES,
-    UD_RELEASE_URL,
     WIC_LABELS,
     hub_mirror_file,
     mirror_candidates,
@@ -63,7 +62,7 @@ class TreebankEntry:
         if self.source == "ud":
             return [[f"ud/{self.location}/{name}" for name in self.splits[split]]]  # a split may have several files
         if self.source == "url":
-            return [[url_mirror_file(url) for url in self.urls(split, "")]]
+            return [[url_mirror_file(url) for url in self.urls(split, "", "")]]  # (no UD template needed)
         return []
 
     def local_files(self, split: str) -> list[Path]:
@@ -76,14 +75,24 @@ class TreebankEntry:
             files += [Path(p) for p in sorted(glob.glob(full)) if Path(p).is_file()]
         return list(dict.fromkeys(files))  # a file two globs match is read once
 
-    def urls(self, split: str, ud_release: str, ud_url: str = UD_RELEASE_URL) -> list[str]:
-        """Where a 'ud' or 'url' treebank's split is downloaded from (``ud_url``: the UD URL template)."""
+    def urls(self, split: str, ud_release: str, ud_url: str) -> list[str]:
+        """Where a 'ud' or 'url' treebank's split is downloaded from (``ud_url``: the UD URL template,
+        config key data.ud_url)."""
         if self.source == "ud":
             tag = self.release or ud_release
             return [ud_url.format(repo=self.location, tag=tag, file=name) for name in self.splits[split]]
         if self.source == "url":
             return [name if "://" in name else f"{self.location.rstrip('/')}/{name}" for name in self.splits[split]]
         return []
+
+    def checksum_urls(self, split: str, ud_release: str, ud_api_url: str | None) -> list[str | None]:
+        """For each file of the split, where its release checksum is read: a 'ud' treebank's from GitHub's
+        contents API at its tag (``ud_api_url``: the template, config key data.ud_api_url; null: not asked);
+        None for a file that has none there ('url' treebanks)."""
+        if self.source != "ud" or not ud_api_url:
+            return [None] * len(self.splits[split])
+        tag = self.release or ud_release
+        return [ud_api_url.format(repo=self.location, tag=tag, file=name) for name in self.splits[split]]
 
 
 def ud_file_name(repository: str, language: str, split: str) -> str:

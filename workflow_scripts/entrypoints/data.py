@@ -48,7 +48,8 @@ def treebank_table(smk: Any) -> None:
     build_treebank(TreebankEntry.from_params(dict(smk.params.treebank)), smk.wildcards.split, _mirror_files(smk),
                    smk.output[0],
                    mirror=smk.params.mirror, offline=smk.params.offline,
-                   download_dir=smk.params.downloads, ud_tag=smk.params.ud_release, ud_url=smk.params.ud_url)
+                   download_dir=smk.params.downloads, ud_tag=smk.params.ud_release, ud_url=smk.params.ud_url,
+                   ud_api_url=smk.params.ud_api_url)
 
 
 @entry_point("coreference_mentions")
@@ -59,7 +60,8 @@ def coreference_mentions(smk: Any) -> None:
     build_mentions(TreebankEntry.from_params(dict(smk.params.treebank)), smk.wildcards.split, _mirror_files(smk),
                    smk.output[0],
                    mirror=smk.params.mirror, offline=smk.params.offline,
-                   download_dir=smk.params.downloads, ud_tag=smk.params.ud_release, ud_url=smk.params.ud_url)
+                   download_dir=smk.params.downloads, ud_tag=smk.params.ud_release, ud_url=smk.params.ud_url,
+                   ud_api_url=smk.params.ud_api_url)
 
 
 @entry_point("wiki_segments")

@@ -79,7 +79,7 @@ def _data_steps(config: dict[str, Any], mirror: Any) -> list[tuple[str, Callable
                                                                                  "files, nothing to fetch")))
             elif kind == "treebank":
                 steps.append((f"{corpus}/{split}", lambda e=corpora.treebanks[corpus], s=split: fetch.fetch_treebank(
-                    mirror, e, s, ud_release=data["ud_release"], ud_url=data["ud_url"])))
+                    mirror, e, s, ud_release=data["ud_release"], ud_url=data["ud_url"], ud_api_url=data["ud_api_url"])))
             elif kind == "task" and corpora.tasks[corpus].reader == "glue":
                 spec = corpora.tasks[corpus]
                 steps.append((f"{corpus}/{split}", lambda t=spec.source["task"], s=split, c=corpus: fetch.fetch_glue(
@@ -123,7 +123,12 @@ def fetch_model(name: str, entry: dict[str, Any], models: Path, record: dict[str
         fetch_hub_model(entry["hub"], entry.get("revision"), local_dir=target)
         how = f"downloaded from {source}"
     else:
-        copy_model_folder(Path(source), target)
+        try:
+            copy_model_folder(Path(source), target)
+        except OSError as exc:
+            raise AtlasError(f"model {name!r}: copying {source} to {target} failed ({type(exc).__name__}: {exc})\n"
+                             f"fix: check that {source} is a readable model folder (config key 'models.{name}') and "
+                             f"that {target.parent} is writable with room for it (--models)") from exc
         how = f"copied from {source}"
     if not (target / "config.json").is_file():
         raise AtlasError(f"model {name!r}: {target} holds no config.json after the fetch")
@@ -136,15 +141,10 @@ def fetch_stanza(config: dict[str, Any]) -> list[tuple[str, str, str]]:
     """The stanza models of every stanza-annotated language that its model folder lacks (annotation.stanza_dir,
     where the annotation jobs look), as those jobs would download them."""
     from ..data.corpora import Corpora
-    from ..study.annotation import annotation_settings
+    from ..study.annotation import stanza_model_folders
 
-    corpora, needed = Corpora(config), {}
-    for corpus in [*config["study"]["tasks"], *(["wiki"] if config["study"]["wiki"] else [])]:
-        settings = annotation_settings(config, corpora, corpus)
-        if settings["annotator"].startswith("stanza") and not settings["stanza_models"] and settings["stanza_dir"]:
-            needed[(settings["annotator"].partition(":")[2] or "en", settings["stanza_dir"])] = corpus
     done = []
-    for language, folder in needed:
+    for language, folder in stanza_model_folders(config, Corpora(config)):
         if (Path(folder) / language).is_dir():
             done.append((f"stanza {language}", "present", f"{Path(folder) / language} (kept as it is)"))
             continue
@@ -171,6 +171,21 @@ def offline_config(config: dict[str, Any], mirror: Path, models: Path) -> str:
     return header + yaml.safe_dump(snippet, sort_keys=False)
 
 
+def read_model_record(manifest: Path) -> dict[str, Any]:
+    """What the prefetch recorded about the models it wrote (``MODELS/PREFETCH.json``): name -> source, files."""
+    if not manifest.is_file():
+        return {}
+    try:
+        record = json.loads(manifest.read_text(encoding="utf-8"))
+        if not isinstance(record, dict) or not all(isinstance(r, dict) and isinstance(r.get("source"), str)
+                                                   and isinstance(r.get("files"), dict) for r in record.values()):
+            raise ValueError("each model's record needs its source and files")
+    except (OSError, ValueError) as exc:
+        raise AtlasError(f"{manifest}: not a readable prefetch record of models ({type(exc).__name__}: {exc})\n"
+                         "fix: restore it, or move it away: the models are then fetched again") from exc
+    return record
+
+
 def run(configfiles: list[str], overrides: list[str], mirror_dir: str, models_dir: str,
         write_config: str | None) -> int:
     from ..data.prefetch import Mirror
@@ -178,6 +193,8 @@ def run(configfiles: list[str], overrides: list[str], mirror_dir: str, models_di
     config = resolve_config(configfiles, overrides)
     mirror, models = Mirror.open(mirror_dir), Path(models_dir).resolve()
     models.mkdir(parents=True, exist_ok=True)
+    manifest = models / MODEL_MANIFEST
+    record = read_model_record(manifest)  # before anything is fetched: a broken record stops the prefetch first
     results: list[tuple[str, str, str]] = []
 
     def attempt(what: str, fetch: Callable[[], Any]) -> None:
@@ -187,6 +204,11 @@ def run(configfiles: list[str], overrides: list[str], mirror_dir: str, models_di
             status, detail = (outcome.status, outcome.detail) if hasattr(outcome, "status") else outcome
         except AtlasError as error:
             status, detail = "FAILED", str(error)
+        except Exception as error:  # an unforeseen failure of one item: listed with the others, never a traceback
+            log.debug("%s failed", what, exc_info=True)
+            status, detail = "FAILED", (f"{type(error).__name__}: {error}\nfix: this failure was not foreseen; "
+                                        "if the message does not say what to change, please report it with the "
+                                        "output of the prefetch")
         results.append((what, status, detail))
         log.info("%s: %s, %s", what, status, detail.splitlines()[0])
 
@@ -195,8 +217,6 @@ def run(configfiles: list[str], overrides: list[str], mirror_dir: str, models_di
             attempt(what, fetch)
     finally:
         mirror.save()
-    manifest = models / MODEL_MANIFEST
-    record = json.loads(manifest.read_text(encoding="utf-8")) if manifest.is_file() else {}
     try:
         for name in config["study"]["models"]:
             attempt(f"model {name}", lambda n=name: fetch_model(n, config["models"][n], models, record))

@@ -1,7 +1,9 @@
 "use strict";
 // The head explorer. Everything shown comes from the JSON block #explorer-data; text from the data is only ever
 // put in the page with textContent or setAttribute (never innerHTML), so markup in a token, a task or a model
-// name shows as the literal text it is and never runs.
+// name shows as the literal text it is and never runs. A map keyed by text from the data (relation labels, measure
+// groups, example ids) is a Map, and a lookup in an object from the data reads only its own keys (own()), so a
+// relation called __proto__ or constructor is a row like any other, never Object.prototype.
 (function () {
   const SVG = "http://www.w3.org/2000/svg";
   const DATA = JSON.parse(document.getElementById("explorer-data").textContent);
@@ -38,12 +40,13 @@
     return [0, 1, 2].map(k => Math.round(a[k] + f * (b[k] - a[k])));
   }
   const rgb = c => "rgb(" + c[0] + "," + c[1] + "," + c[2] + ")";
-  const signal = () => DATA.signals[state.signal];
+  const own = (object, key) => Object.prototype.hasOwnProperty.call(object, key) ? object[key] : undefined;
+  const signal = () => own(DATA.signals, state.signal);
 
   // --- controls ---------------------------------------------------------------------------------------------
   function fillControls() {
     const signals = document.getElementById("signal");
-    DATA.signal_order.forEach(id => signals.appendChild(el("option", { value: id }, DATA.signals[id].label)));
+    DATA.signal_order.forEach(id => signals.appendChild(el("option", { value: id }, own(DATA.signals, id).label)));
     document.getElementById("signal-choice").hidden = DATA.signal_order.length < 2;
     signals.addEventListener("change", () => { state.signal = signals.value; fillMeasures(); drawGrid(); drawPanel(); });
     document.getElementById("measure").addEventListener("change", e => { state.measure = e.target.value; drawGrid(); drawPanel(); });
@@ -52,10 +55,10 @@
   function fillMeasures() {
     const select = document.getElementById("measure");
     clear(select);
-    const groups = {};
+    const groups = new Map();
     signal().measures.forEach(m => {
-      if (!groups[m.group]) { groups[m.group] = el("optgroup", { label: m.group }); select.appendChild(groups[m.group]); }
-      groups[m.group].appendChild(el("option", { value: m.id }, m.label));
+      if (!groups.has(m.group)) { groups.set(m.group, el("optgroup", { label: m.group })); select.appendChild(groups.get(m.group)); }
+      groups.get(m.group).appendChild(el("option", { value: m.id }, m.label));
     });
     const ids = signal().measures.map(m => m.id);
     state.measure = ids.includes(state.measure) ? state.measure : (ids[0] || null);
@@ -154,15 +157,19 @@
     d.treebanks.forEach(tb => {
       section(panel, "Dependency accuracy: " + tb.treebank, "scored on " + tb.score_split +
         "; share of words whose head (dependent\u2192head) or dependent (head\u2192dependent) gets this head's most attention");
-      const byRelation = {};
-      tb.relations.forEach(r => { (byRelation[r.relation] = byRelation[r.relation] || {})[r.direction] = r; });
-      const names = Object.keys(byRelation);
+      const byRelation = new Map();  // relation label -> direction -> row, in the data's order
+      tb.relations.forEach(r => {
+        if (!byRelation.has(r.relation)) byRelation.set(r.relation, new Map());
+        byRelation.get(r.relation).set(r.direction, r);
+      });
+      const names = Array.from(byRelation.keys());
       const cell = r => r ? fmt(r.accuracy[i], "accuracy") + interval(r.low[i], r.high[i], "accuracy") : "";
+      const directions = n => Array.from(byRelation.get(n).values());
       // The named relation (not 'all') with the highest accuracy in either direction is shown in bold.
       const best = names.map(n => n === "all" ? -1 :
-        Math.max(...Object.values(byRelation[n]).map(r => r.accuracy[i] === null ? -1 : r.accuracy[i])));
-      const rows = names.map(n => [n, cell(byRelation[n].dependent_to_head), cell(byRelation[n].head_to_dependent),
-        String(Math.max(...Object.values(byRelation[n]).map(r => r.n)))]);
+        Math.max(...directions(n).map(r => r.accuracy[i] === null ? -1 : r.accuracy[i])));
+      const rows = names.map(n => [n, cell(byRelation.get(n).get("dependent_to_head")),
+        cell(byRelation.get(n).get("head_to_dependent")), String(Math.max(...directions(n).map(r => r.n)))]);
       const bestRow = best.some(v => v >= 0) ? best.indexOf(Math.max(...best)) : -1;
       const headers = ["relation", "dependent\u2192head [95% CI]", "head\u2192dependent [95% CI]", "n"];
       panel.appendChild(table(headers, rows.slice(0, 12), bestRow < 12 ? bestRow : -1));
@@ -213,7 +220,7 @@
     panel.appendChild(table(["task", "checkpoint", ...x.categories], x.entries.map(e =>
       [e.task, e.checkpoint, ...e.shares.map(s => fmt(s[i], "share"))])));
   }
-  const SECTIONS = { surface, dependency, coreference, cluster, patterns, change, lexical };
+  const SECTIONS = Object.assign(Object.create(null), { surface, dependency, coreference, cluster, patterns, change, lexical });
 
   function drawPanel() {
     const panel = document.getElementById("panel");
@@ -229,20 +236,20 @@
     }
     maps(panel, l, h);  // first: what the head does is seen before it is read
     const sections = signal().sections;
-    DATA.section_order.forEach(name => { if (sections[name]) SECTIONS[name](panel, sections[name], i); });
+    DATA.section_order.forEach(name => { if (SECTIONS[name] && own(sections, name)) SECTIONS[name](panel, sections[name], i); });
     if (!panel.querySelector("h3")) panel.appendChild(el("p", {}, "The study has no result for this head."));
   }
 
   // --- maps --------------------------------------------------------------------------------------------------------
-  const decoded = {};
+  const decoded = new Map();  // "example/checkpoint" -> its weights
   function weights(sentence, checkpoint) {
     const key = sentence.example_id + "/" + checkpoint;
-    if (!decoded[key]) {
-      const text = atob(sentence.maps[checkpoint]), bytes = new Uint8Array(text.length);
+    if (!decoded.has(key)) {
+      const text = atob(own(sentence.maps, checkpoint)), bytes = new Uint8Array(text.length);
       for (let k = 0; k < text.length; k++) bytes[k] = text.charCodeAt(k);
-      decoded[key] = bytes;
+      decoded.set(key, bytes);
     }
-    return decoded[key];
+    return decoded.get(key);
   }
   function mapSvg(sentence, checkpoint, label, l, h) {
     const tokens = sentence.tokens, T = tokens.length, cell = Math.max(6, Math.min(18, Math.floor(400 / T)));

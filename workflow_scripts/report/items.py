@@ -47,6 +47,7 @@ class StudyContext:
     analysed_tasks: tuple[str, ...] = ()       # the tasks whose dev inputs finetune_effects analyses
     predictions: Mapping[str, Sequence[str]] = field(default_factory=dict)  # [L]'s task groups
     annotator: str = ""                        # annotation.annotator (text without gold annotation)
+    annotator_caption: str = ""                # the same as the captions' RST shows it literally (report/*.rst)
     # The labelled treebank the paper comparison and summary panels B and C read (rows of the syntax tables
     # whose treebank column is it); the study model sets it to the first labelled treebank of syntax.treebanks.
     syntax_treebank: str = "ewt"

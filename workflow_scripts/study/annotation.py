@@ -8,6 +8,7 @@ one task's annotator reruns only that task's branch; the report names annotators
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,24 @@ def annotation_settings(config: Any, corpora: Corpora, corpus: str) -> dict[str,
             "pretokenized": bool(spec.pretokenized) if spec else False}
 
 
+def stanza_model_folders(config: Any, corpora: Corpora) -> dict[tuple[str, str], str]:
+    """(language, annotation.stanza_dir) -> a corpus annotated with it, for every stanza annotation that reads
+    its models from a folder made by stanza.download (not from model files): online, the annotation job downloads
+    the models into that folder when it lacks them (the prefetch does beforehand)."""
+    needed: dict[tuple[str, str], str] = {}
+    for corpus in [*config["study"]["tasks"], *(["wiki"] if config["study"]["wiki"] else [])]:
+        settings = annotation_settings(config, corpora, corpus)
+        if settings["annotator"].startswith("stanza") and not settings["stanza_models"] and settings["stanza_dir"]:
+            needed.setdefault((settings["annotator"].partition(":")[2] or "en", settings["stanza_dir"]), corpus)
+    return needed
+
+
+def stanza_downloads_pending(config: Any, corpora: Corpora) -> bool:
+    """Whether an annotation job would download stanza models (online, a model folder lacks its language)."""
+    return not config["offline"] and any(not (Path(folder) / language).is_dir()
+                                         for language, folder in stanza_model_folders(config, corpora))
+
+
 def describe_annotators(config: Any, corpora: Corpora) -> str:
     """One line: the annotators and models of the study's text corpora (tasks, wiki)."""
     described: dict[str, list[str]] = {}
@@ -50,3 +69,14 @@ def describe_annotators(config: Any, corpora: Corpora) -> str:
     if len(described) <= 1:
         return next(iter(described), "")
     return "; ".join(f"{text} ({', '.join(names)})" for text, names in described.items())
+
+
+def caption_text(text: str) -> str:
+    """``text`` as reStructuredText that shows it literally, for a report caption (report/*.rst).
+
+    Snakemake puts a caption's values into its RST with Jinja, unescaped, then renders it with docutils, which
+    runs directives (``.. raw:: html``, ``.. include::``) and makes links of ``javascript:`` URIs. The annotator
+    text holds free config text (a spaCy pipeline name, stanza model paths), so every character but letters,
+    digits and spaces is backslash-escaped (docutils shows it as itself, never as markup) and line breaks
+    become spaces (no directive can start a line)."""
+    return re.sub(r"([^A-Za-z0-9 ])", r"\\\1", re.sub(r"\s+", " ", text))

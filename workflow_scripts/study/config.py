@@ -124,6 +124,12 @@ def _key(error: jsonschema.ValidationError) -> str:
     return parts or "(top level)"
 
 
+def _map_key(error: jsonschema.ValidationError) -> str:
+    """The error's dotted key without list positions, as path_names.py names where a name sits (an item of
+    'study.models' is at 'study.models'; an entry name of 'models' is at 'models', as the schema's propertyNames)."""
+    return ".".join(str(part) for part in error.absolute_path if not isinstance(part, int))
+
+
 def _describe(error: jsonschema.ValidationError) -> str:
     key = _key(error)
     if error.validator == "additionalProperties":
@@ -142,12 +148,13 @@ def _describe(error: jsonschema.ValidationError) -> str:
 
 def check_schema(config: dict[str, Any], schema: dict[str, Any]) -> None:
     """The schema's checks, after the names that become paths (path_names.py), whose messages say more than
-    the schema's pattern for the same name would: that one is left out."""
+    the schema's pattern for the same name would: that one is left out (the error at the same key, about the same
+    name; an error at another key is kept, whatever its value)."""
     names = path_name_problems(config)
-    unsafe = {problem.name for problem in names}
+    told = {(problem.key, problem.name) for problem in names}
     validator_class = jsonschema.validators.validator_for(schema)
     errors = sorted(validator_class(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
-    errors = [e for e in errors if not (isinstance(e.instance, str) and e.instance in unsafe)]
+    errors = [e for e in errors if not (isinstance(e.instance, str) and (_map_key(e), e.instance) in told)]
     problems = [problem.message for problem in names] + [_describe(e) for e in errors]
     if problems:
         raise ConfigError("invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))

@@ -21,7 +21,7 @@ from ..core.errors import ConfigError
 from ..data.corpora import WINDOW_SUFFIX, Corpora
 from ..data.entries import TaskSpec
 from ..finetune.tasks import checkpoint_name, task_seeds, task_settings
-from .annotation import annotation_settings, describe_annotators
+from .annotation import annotation_settings, caption_text, describe_annotators
 from .config import selected_corpora, selected_splits
 from .explorer_plan import plan_explorer
 from .path_names import path_name_problems
@@ -211,6 +211,8 @@ class Study:
             "predictions": self.config["finetune_effects"]["predictions"],
             "glove": self.config["study"]["glove"],
             "annotator": self.annotator_description(),
+            # The same, as the captions' RST shows it literally (it holds free config text: annotation.py).
+            "annotator_caption": caption_text(self.annotator_description()),
             # How treebank sentences were fed (the captions say it; the tables carry it per row).
             "input_protocol": self.config["attention"]["input_protocol"],
             "syntax_treebank": self.syntax_treebank,

@@ -2,7 +2,9 @@
 
 A model, corpus, split or checkpoint name is a folder or file name of its outputs
 (``results/checkpoints/MODEL/``, ``results/data/CORPUS/SPLIT.parquet``), and a treebank's release tag
-and file names are part of where its download is kept under ``downloads``. A name that is ``..``,
+and file names are part of where its download is kept under ``downloads``; a hub task's dataset id,
+configuration and hub split names are the mirror path the prefetch writes it to and the data jobs read
+(``mirror/hub/DATASET/CONFIG/SPLIT.jsonl``, data/registry.py hub_mirror_file). A name that is ``..``,
 starts with a dot, holds a path separator or is an absolute path would put outputs outside their
 folders (model ``..`` would have its card at ``results/model.json`` and its checkpoints at
 ``results/pretrained/``) or hide them. :func:`path_name_problems` checks every such name of the
@@ -19,6 +21,8 @@ from urllib.parse import urlparse
 
 # One folder or file name: what every name below may be (the schema's 'models' propertyNames says the same).
 PATH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+# A hub dataset id as the hub writes it: NAME or OWNER/NAME; its one '/' makes two folders of the mirror path.
+HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,8 @@ MODEL_PATHS = "results/checkpoints/NAME/, results/attention/NAME/"
 CORPUS_PATHS = "results/data/NAME/, results/attention/MODEL/CHECKPOINT/NAME/"
 SPLIT_PATHS = "results/data/CORPUS/NAME.parquet"
 DOWNLOAD_PATHS = "DOWNLOADS/raw.githubusercontent.com/UniversalDependencies/REPO/NAME/"
+HUB_CONFIG_PATHS = "MIRROR/hub/DATASET/NAME/SPLIT.jsonl"
+HUB_SPLIT_PATHS = "MIRROR/hub/DATASET/CONFIG/NAME.jsonl"
 
 NAMED = (
     Named("models", "keys", "model name", MODEL_PATHS),
@@ -151,6 +157,57 @@ def _names(value: Any, how: str) -> list[Any]:
 DOWNLOAD_URLS = ("treebanks.*.url", "data.ud_url", "data.wic.url", "data.glove.url")
 
 
+def hub_id_problem(name: Any) -> str | None:
+    """Why ``name`` is not a hub dataset id (NAME or OWNER/NAME, each part a plain name), or None when it is."""
+    if not isinstance(name, str) or HUB_ID.fullmatch(name):
+        return None
+    whole = name_problem(name)
+    if whole is not None and "separator" not in whole:  # empty, absolute, '..', a dot or '-' first, odd characters
+        return whole
+    if "\\" in name:
+        return "it holds a backslash"
+    parts = name.split("/")
+    if len(parts) > 2:
+        return "it holds more than one '/'"
+    for part in parts:
+        reason = name_problem(part)
+        if reason is not None:
+            return f"its part {part!r}: {reason}"
+    return f"it holds {''.join(sorted(set(re.sub(r'[A-Za-z0-9._/-]', '', name))))!r}"  # '+': a path name's only
+
+
+def _hub_task_problems(config: dict[str, Any]) -> Iterator[NameProblem]:
+    """A hub task's dataset id, configuration and hub split names (its 'splits' values) are the mirror path of
+    its splits (MIRROR/hub/DATASET/CONFIG/SPLIT.jsonl): the id may hold the hub's one '/', the others none."""
+    tasks = config.get("tasks")
+    for task, entry in (tasks.items() if isinstance(tasks, dict) else []):
+        hub = entry.get("hub") if isinstance(entry, dict) else None
+        if not isinstance(hub, dict):
+            continue
+        key = f"tasks.{task}.hub.dataset"
+        reason = hub_id_problem(hub.get("dataset"))
+        if reason is not None:
+            yield NameProblem(key, hub["dataset"], (
+                f"config key '{key}': hub dataset id {hub['dataset']!r} cannot be part of the mirror path "
+                f"MIRROR/hub/DATASET/CONFIG/SPLIT.jsonl: {reason}. Use the hub's id, NAME or OWNER/NAME, each of "
+                "letters, digits, '.', '_' and '-', starting with a letter or digit"))
+        config_name = hub.get("config")
+        yield from _problems(f"tasks.{task}.hub.config", [config_name], "hub configuration", HUB_CONFIG_PATHS)
+        splits = entry.get("splits")
+        yield from _problems(f"tasks.{task}.splits", list(splits.values()) if isinstance(splits, dict) else [],
+                             "hub split name", HUB_SPLIT_PATHS)
+
+
+def _problems(key: str, names: list[Any], what: str, becomes: str, rule: NameRule = ANY_NAME
+              ) -> Iterator[NameProblem]:
+    for name in names:
+        reason = name_problem(name)
+        if reason is not None:
+            yield NameProblem(key, name, (
+                f"config key '{key}': {what} {name!r} cannot be a folder or file name: {reason}; "
+                f"it becomes part of paths such as {becomes}. Use {rule.allowed}{_suggestion(name, rule)}"))
+
+
 def _download_places(config: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """(key, text) of every URL and downloaded file name of the config: the URLs above, and the file names
     of a 'ud' or 'url' treebank's splits (a file name, a path under its URL, or a URL of its own)."""
@@ -186,13 +243,7 @@ def path_name_problems(config: dict[str, Any]) -> list[NameProblem]:
     problems = []
     for named in NAMED:
         for key, value in _found(config, named.key.split("."), ""):
-            for name in _names(value, named.how):
-                reason = name_problem(name)
-                if reason is None:
-                    continue
-                problems.append(NameProblem(key, name, (
-                    f"config key '{key}': {named.what} {name!r} cannot be a folder or file name: {reason}; "
-                    f"it becomes part of paths such as {named.becomes}. Use {named.rule.allowed}"
-                    f"{_suggestion(name, named.rule)}")))
+            problems += _problems(key, _names(value, named.how), named.what, named.becomes, named.rule)
+    problems += _hub_task_problems(config)
     problems += _download_problems(config)
     return problems
