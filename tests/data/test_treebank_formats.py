@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from support.conllu import tok, write_conllu
+from support.paths import SHARED_DATA
 from workflow_scripts.core.errors import InputFormatError
 from workflow_scripts.data.treebank_formats import (
     PTB_TO_UPOS,
@@ -17,7 +18,7 @@ from workflow_scripts.data.treebank_formats import (
     read_treebank,
 )
 
-NLTK_WSJ_0001 = Path("/work/shared/data/ptb_nltk_sample/dependency_treebank/wsj_0001.dp")
+NLTK_WSJ_0001 = SHARED_DATA / "ptb_nltk_sample" / "dependency_treebank" / "wsj_0001.dp"
 
 
 def write(path: Path, lines: list[str]) -> Path:
