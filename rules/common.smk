@@ -31,11 +31,12 @@ for _note in STUDY.notes:
     logger.warning(_note)
 
 
-# A model name is one plain folder name (workflow_scripts/study/path_names.py checks the config's before this).
+# A model name is one plain folder name (workflow_scripts/study/path_names.py checks the config's before this);
+# the analyses' {model} is a subject: the model, or MODEL@SIGNAL (workflow_scripts/core/subjects.py).
 wildcard_constraints:
     split="[a-z_]+",
     task="[a-z][a-z0-9]*",
     treebank="[a-z][a-z0-9]*",
-    model="[A-Za-z0-9][A-Za-z0-9._+-]*",
+    model="[A-Za-z0-9][A-Za-z0-9._+-]*(@(norm|rollout))?",
     corpus="[a-z0-9]+",
     checkpoint="[^/]+",

@@ -174,7 +174,7 @@ rule pattern_classes_table:
 
 rule pattern_classifier_table:
     input:
-        [f"{FE_DIR}/{m}/pattern_classifier.csv" for m in STUDY.models],
+        [f"{FE_DIR}/{m}/pattern_classifier.csv" for m in STUDY.subjects],
     output:
         report(
             f"{STUDY.results}/tables/pattern_classifier.csv",

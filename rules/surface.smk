@@ -149,7 +149,7 @@ rule surface_heads_table:
 
 rule sep_gradient_table:
     input:
-        [f"{STUDY.results}/analysis/surface/{m}/{c}/sep_gradient.csv" for m, c in STUDY.surface_pairs],
+        [f"{STUDY.results}/analysis/surface/{m}/{c}/sep_gradient.csv" for m, c in STUDY.gradient_pairs],
     output:
         report(
             f"{STUDY.results}/tables/sep_gradient.csv",

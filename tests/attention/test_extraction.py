@@ -1,6 +1,8 @@
-"""Attention dumps: equal to a direct forward pass, sharded, truncation counted, corruption detected."""
+"""Attention dumps: equal to a direct forward pass, truncation counted, corruption detected."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pyarrow as pa
@@ -9,84 +11,23 @@ import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer
 
+from support.tiny_dumps import SENTENCES
+from support.tiny_dumps import tiny_data as _data
+from support.tiny_dumps import tiny_dump as _dump
+from support.tiny_dumps import whitespace_annotation as _whitespace_annotation
 from support.tiny_models import write_manifest
-from workflow_scripts.attention.annotate import ANNOTATION_SCHEMA, build_annotation
-from workflow_scripts.attention.extract import (
+from workflow_scripts.attention.annotate import build_annotation
+from workflow_scripts.attention.extract import extract_attention, forward_attentions, length_batches
+from workflow_scripts.attention.reader import AttentionDump, CorruptShardError
+from workflow_scripts.attention.shards import (
+    RECORD_DIR,
     example_ids_digest,
-    extract_attention,
-    forward_attentions,
-    length_batches,
     shard_bounds,
     shard_names,
 )
-from workflow_scripts.attention.reader import AttentionDump, CorruptShardError
 from workflow_scripts.attention.texts import TEXT
 from workflow_scripts.attention.tokens import build_token_table, token_words
 from workflow_scripts.core.errors import AtlasError
-from workflow_scripts.data.tables import text_task_schema
-
-SENTENCES = ["The cat sat on the mat.", "Don't walk!", "the big red dog walked quickly on the mat .",
-             "They can't see the house.", "a café", "New York is big , is it not ?", "i sat", "We ran."]
-
-
-def _data(tmp_path, pairs: bool):
-    texts_b = list(reversed(SENTENCES)) if pairs else [None] * len(SENTENCES)
-    table = pa.Table.from_pydict({"example_id": list(range(len(SENTENCES))),
-                                  "source_id": [str(i) for i in range(len(SENTENCES))],
-                                  "text_a": SENTENCES, "text_b": texts_b, "label": [None] * len(SENTENCES)},
-                                 schema=text_task_schema(False))
-    path = tmp_path / ("pairs.parquet" if pairs else "single.parquet")
-    pq.write_table(table, path)
-    return path
-
-
-def _whitespace_annotation(data_path, output):
-    """Words = whitespace-separated strings, enough to exercise alignment without an annotator."""
-    table = pq.read_table(data_path).to_pylist()
-    rows = {name: [] for name in ANNOTATION_SCHEMA.names}
-    for row in table:
-        words, segments, starts, ends = [], [], [], []
-        for segment, text in enumerate([row["text_a"], row["text_b"]]):
-            if text is None:
-                continue
-            cursor = 0
-            for word in text.split():
-                start = text.index(word, cursor)
-                cursor = start + len(word)
-                words.append(word)
-                segments.append(segment)
-                starts.append(start)
-                ends.append(cursor)
-        rows["example_id"].append(row["example_id"])
-        rows["annotator"].append("whitespace")
-        rows["words"].append(words)
-        rows["lemmas"].append(words)
-        rows["upos"].append(["X"] * len(words))
-        rows["head"].append(None)
-        rows["deprel"].append(None)
-        rows["segment"].append(segments)
-        rows["char_start"].append(starts)
-        rows["char_end"].append(ends)
-    pq.write_table(pa.Table.from_pydict(rows, schema=ANNOTATION_SCHEMA), output)
-    return output
-
-
-def _dump(tmp_path, model_dir, pairs, n_shards=3, max_length=64, batch_size=3, compression="lz4",
-          implementation="eager"):
-    data = _data(tmp_path, pairs)
-    annotation = _whitespace_annotation(data, tmp_path / "annotation.parquet")
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    # A text corpus: fed as written, as the token_table rule does.
-    tokens, stats = build_token_table(tokenizer, data, annotation, max_length, max_examples=None,
-                                      input_protocol=TEXT)
-    token_path = tmp_path / "tokens.parquet"
-    pq.write_table(tokens, token_path)
-    manifest = write_manifest(tmp_path / "ckpt", model_dir)
-    out = tmp_path / "dump"
-    summary = extract_attention(manifest, token_path, out, n_shards=n_shards, batch_size=batch_size,
-                                max_batch_tokens=10_000, device="cpu", threads=1, offline=False,
-                                compression=compression, implementation=implementation)
-    return data, token_path, out, summary, stats
 
 
 @pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_roberta"])
@@ -300,7 +241,7 @@ def test_a_job_killed_mid_write_leaves_nothing_a_rerun_would_trust(tmp_path, tin
     # A rerun cleans the leftovers and completes.
     extract_attention(manifest, tmp_path / "tokens.parquet", out, n_shards=2, batch_size=32, max_batch_tokens=8192,
                       device="cpu", threads=1, offline=False, compression="lz4", implementation="eager")
-    assert {p.name for p in out.iterdir()} == {*shard_names(2), "manifest.json"}
+    assert {p.name for p in out.iterdir()} == {*shard_names(2), "manifest.json", RECORD_DIR}
     assert len(list(AttentionDump(out).iter_examples())) == len(SENTENCES)
 
 
@@ -311,9 +252,10 @@ def test_a_job_killed_mid_write_leaves_nothing_a_rerun_would_trust(tmp_path, tin
 def test_the_manifest_records_the_dumps_identity_and_each_shards_example_ids(tmp_path, tiny_bert):
     _, _, out, summary, _ = _dump(tmp_path, tiny_bert, pairs=False)
     assert len(summary["dump_id"]) == 32 and summary["input_protocol"] == "text"
+    assert len({shard["run_id"] for shard in summary["shards"]}) == 3, "every shard job has a run id of its own"
     for shard in summary["shards"]:
         footer = pq.ParquetFile(out / shard["file"]).schema_arrow.metadata
-        assert footer[b"atlas.dump_id"].decode() == summary["dump_id"]
+        assert footer[b"atlas.run_id"].decode() == shard["run_id"] and len(shard["run_id"]) == 32
         assert footer[b"atlas.shard"].decode() == shard["file"]
         ids = pq.read_table(out / shard["file"], columns=["example_id"])["example_id"].to_numpy()
         assert shard["example_ids_sha256"] == example_ids_digest(ids)
@@ -326,7 +268,7 @@ def test_a_shard_from_another_checkpoint_is_refused_and_the_dump_is_replanned(tm
     _, _, other, _, _ = _dump(tmp_path / "b", tiny_bert, pairs=False)  # same model and inputs, another dump
     victim = out / summary["shards"][1]["file"]
     victim.write_bytes((other / victim.name).read_bytes())
-    with pytest.raises(CorruptShardError, match=rf"{victim}.*another dump.*dump_id"):
+    with pytest.raises(CorruptShardError, match=rf"{victim}.*another dump.*run_id"):
         list(AttentionDump(out).iter_examples())
     # Without the manifest the extraction's output is missing: the next plain snakemake run rebuilds it.
     assert not victim.exists() and not (out / "manifest.json").exists()
@@ -351,7 +293,7 @@ def test_a_shard_with_other_examples_of_the_same_size_is_refused(tmp_path, tiny_
     table = table.set_column(0, "example_id", pa.array(ids, pa.int64()))
     pq.write_table(table, victim, compression="zstd", write_page_checksum=True)
     summary["shards"][0]["bytes"] = victim.stat().st_size  # a forger who also edits the size
-    (out / "manifest.json").write_text(__import__("json").dumps(summary))
+    (out / "manifest.json").write_text(json.dumps(summary))
     with pytest.raises(CorruptShardError, match="example ids differ"):
         list(AttentionDump(out).iter_examples())
 
@@ -380,3 +322,10 @@ def test_a_max_length_above_the_models_limit_is_refused_before_any_token(tmp_pat
     write_token_table(manifest, data, annotation, output, max_length=64, max_examples=None, input_protocol=TEXT,
                       offline=False)
     assert pq.read_table(output).num_rows > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# One job per shard (rule extract_attention) and a gather (rule attention_dump_manifest).
+
+# What differs between two extractions of the same inputs: the random run ids (and the dump id made of
+# them), the shards' sha256 (their footers hold the run id) and the times.

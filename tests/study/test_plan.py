@@ -111,14 +111,18 @@ def test_jobs_are_counted_per_stage_of_the_rule_file_that_defines_them(plan):
 def test_the_plan_sizes_every_dump_of_the_dag(plan):
     dumps = {(d["model"], d["checkpoint"], d["corpus"], d["split"]): d for d in plan["dumps"]}
     # attention.corpora x checkpoints, the coreference windows, and cola dev for the fine-tuning effects.
-    expected = {("tiny", c, corpus, split) for c in ("pretrained", "random")
+    # One set per signal of the tiny study (attention, and norm as the subject tiny@norm).
+    expected = {(subject, c, corpus, split) for subject in ("tiny", "tiny@norm") for c in ("pretrained", "random")
                 for corpus, split in (("wiki", "segments"), ("ewt", "train"), ("ewt", "dev"), ("gum", "dev"),
                                       ("gumwin", "dev"))}
-    expected |= {("tiny", c, "cola", "dev") for c in ("pretrained", "cola.seed42.final")}
+    expected |= {(subject, c, "cola", "dev") for subject in ("tiny", "tiny@norm")
+                 for c in ("pretrained", "cola.seed42.final")}
     assert set(dumps) == expected
+    # A signal's dump has the model's token table, so the same size.
     assert dumps["tiny", "random", "ewt", "dev"]["values"] == 136
+    assert dumps["tiny@norm", "random", "ewt", "dev"]["values"] == 136
     assert plan["sized"]["bytes"] == pytest.approx(plan["sized"]["values"] * BYTES_PER_VALUE["lz4"])
-    assert plan["sized"]["values"] == 2 * 136  # only ewt dev has a token table; the rest is bound only
+    assert plan["sized"]["values"] == 4 * 136  # only ewt dev has a token table; the rest is bound only
     assert plan["at_most"]["values"] >= plan["sized"]["values"] + plan["bound_only"]["values"]
     assert plan["forward_passes"]["extraction"] == sum(d["examples"] or 0 for d in plan["dumps"])
 

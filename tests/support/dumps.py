@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from workflow_scripts.attention.annotate import ANNOTATION_SCHEMA
-from workflow_scripts.attention.extract import DUMP_SCHEMA, shard_names
+from workflow_scripts.attention.extract import DUMP_SCHEMA
+from workflow_scripts.attention.shards import shard_names
 from workflow_scripts.attention.tokens import TOKEN_SCHEMA
 
 # --- the surface statistics' dumps ---------------------------------------------------------------

@@ -81,14 +81,17 @@ def write_tiny_study(work: Path, model: Path) -> Path:
     mirror = write_mirror(work / "mirror")
     config = {
         "mirror": str(mirror), "offline": True,
-        # One task and two treebank splits keep the DAG small (about 90 jobs) but cover every stage.
+        # One task and two treebank splits keep the DAG small but cover every stage.
         "study": {"models": ["tiny"], "tasks": ["cola"], "treebanks": ["ewt", "gum"],
                   "wiki": True, "glove": True},
         "models": {"tiny": {"path": str(model), "max_length": 32}},
         "data": {"wiki": {"n_segments": 4, "seed": 1, "max_words": 24}, "treebank_splits": ["train", "dev"]},
         "annotation": {"annotator": "spacy"},
+        # Every analysis also runs on the norm signal (subject tiny@norm, docs/signals.md).
         "attention": {"checkpoints": ["pretrained", "random"], "num_shards": 2, "threads": 1,
+                      "signals": ["attention", "norm"],
                       "corpora": {"wiki": ["segments"], "ewt": ["train", "dev"], "gum": ["dev"]}},
+        "ablation": {"max_examples": 8, "threads": 1},
         "finetune": {"epochs": 1, "batch_size": 4, "max_train_examples": 8, "threads": 1, "save_steps": []},
     }
     (work / "tiny.yaml").write_text(yaml.safe_dump(config))

@@ -111,6 +111,7 @@ DEFAULT = {
         "num_shards": 4,
         "compression": "lz4",  # added with the key (the speed issue)
         "implementation": "eager",  # likewise
+        "signals": ["attention"],  # added with the key (the signals issue)
         "runtime": 240,
         "threads": 2,
     },
@@ -177,6 +178,9 @@ DEFAULT = {
         "top_layers": 3,
         "trajectory": True,
     },
+    # Added with the section (the signals issue: causal head checks).
+    "ablation": {"batch_size": 32, "device": "auto", "found_heads": True, "max_examples": 500, "mem_mb": 4000,
+                 "modes": ["zero"], "random_seed": 0, "runtime": 240, "tasks": None, "threads": 2},
     "explorer": {"example_ids": None, "examples": 3, "max_megabytes": 20, "max_tokens": 40, "task": None},
     "mirror": None,
     "models": {
@@ -239,6 +243,7 @@ DEFAULT = {
 }
 
 OFFLINE_PROFILE = {
+    "ablation": {"tasks": ["cola", "sst2"]},
     "annotation": {"annotator": "spacy"},
     "finetune": {
         "group_by_length": True,

@@ -59,6 +59,20 @@ def test_full_tiny_study_builds(built):
     assert set(dumps["checkpoint"]) == {"pretrained", "random"}
     assert set(dumps["corpus"] + "/" + dumps["split"]) == {"wiki/segments", "ewt/train", "ewt/dev", "gum/dev"}
     assert (dumps["bytes_per_value"] > 0).all()
+    # Every analysis ran on the norm signal too (subject tiny@norm), except the gradient of the weights.
+    assert set(dumps["model"] + ":" + dumps["signal"]) == {"tiny:attention", "tiny@norm:norm"}
+    for table in ("surface_heads", "dependency_best", "coref_best", "probes", "pattern_classes", "finetune_change"):
+        assert set(pd.read_csv(results / "tables" / f"{table}.csv")["model"]) == {"tiny", "tiny@norm"}, table
+    assert set(pd.read_csv(results / "tables" / "sep_gradient.csv")["model"]) == {"tiny"}
+    assert (results / "figures" / "summary" / "tiny@norm.png").stat().st_size > 0
+    # Causal head checks: each head of the fine-tuned CoLA model disabled alone, and the found heads.
+    card = pd.read_csv(results / "tables" / "models.csv").iloc[0]
+    disabling = pd.read_csv(results / "tables" / "head_disabling.csv")
+    assert len(disabling) == card["num_layers"] * card["num_heads"] and set(disabling["mode"]) == {"zero"}
+    assert ((disabling["score"] - disabling["baseline_score"]).round(9) == disabling["delta"].round(9)).all()
+    found = pd.read_csv(results / "tables" / "found_heads.csv")
+    assert {"task:cola", "probe:attn UAS"} <= set(found["target"]) and (found["layer"] >= 0).all()
+    assert (results / "figures" / "ablation" / "head_disabling_tiny.png").stat().st_size > 0
     for log in (results / "logs").rglob("*.log"):
         assert log.stat().st_size > 0, f"{log} is empty: every rule must log"
 
@@ -114,11 +128,12 @@ def test_adding_a_task_adds_exactly_that_tasks_branch(built):
     outputs = _dry_run_with(built, config)
     assert "results/data/rte/train.parquet" in outputs and "results/data/rte/dev.parquet" in outputs
     assert any("rte.seed" in o for o in outputs), "the new task must be fine-tuned"
-    # The pattern classifier is trained on maps of every task, so it is study-wide too.
-    pooled = "results/analysis/finetune_effects/tiny/pattern_"
-    # The explorer's page reads every per-head table (the new task's change and pattern classes among them).
-    explorer = "results/explorer/tiny.html"
-    stray = {o for o in outputs if "rte" not in o and not o.startswith((*STUDY_WIDE, pooled, explorer))}
+    # The pattern classifier is trained on maps of every task, so it is study-wide too (one per signal).
+    pooled = ("results/analysis/finetune_effects/tiny/pattern_", "results/analysis/finetune_effects/tiny@norm/pattern_")
+    # The explorer's page reads every per-head table (the new task's change and pattern classes among them);
+    # the found heads are ablated in every fine-tuned task.
+    study_wide = ("results/explorer/tiny.html", "results/analysis/ablation/tiny/found_heads.csv")
+    stray = {o for o in outputs if "rte" not in o and not o.startswith((*STUDY_WIDE, *pooled, *study_wide))}
     assert not stray, f"outputs outside the rte branch would be rebuilt: {sorted(stray)}"
 
 
@@ -186,7 +201,11 @@ def test_changing_the_input_protocol_reruns_only_the_treebank_branch(built):
 def test_a_corrupt_shard_fails_the_analysis_and_the_next_plain_run_rebuilds_it(built):
     dump = built / "results" / "attention" / "tiny" / "pretrained" / "ewt" / "dev"
     shard = dump / "shard-0001-of-0002.parquet"
+    before = shard.stat()
     shard.write_bytes(shard.read_bytes()[:300])
+    # Silent corruption (bit rot, a bad disk): the file's time stays. (A shard rewritten with a new time is
+    # newer than the manifest, so attention_dump_manifest reruns and refuses it already: tests/attention.)
+    os.utime(shard, ns=(before.st_atime_ns, before.st_mtime_ns))
     # The dependency scores must be rebuilt (a setting of theirs changed), so they read the dump.
     config = _config(built)
     config.setdefault("syntax", {})["max_offset"] = 4
@@ -208,8 +227,10 @@ def test_a_corrupt_shard_fails_the_analysis_and_the_next_plain_run_rebuilds_it(b
 def test_a_job_killed_mid_run_leaves_nothing_a_rerun_trusts(built):
     # Runs last: it ends by bringing the study up to date again.
     dump = built / "results" / "attention" / "tiny" / "pretrained" / "wiki" / "segments"
-    log = built / "results" / "logs" / "attention" / "tiny_pretrained_wiki_segments.log"
-    log.unlink(missing_ok=True)
+    logs = built / "results" / "logs" / "attention"
+    shard_logs = "tiny_pretrained_wiki_segments.shard-*.log"  # one extract_attention job per shard
+    for stale in logs.glob(shard_logs):
+        stale.unlink()
     # The target comes first: --forcerun takes every word after it as a rule or file to force.
     target = "results/attention/tiny/pretrained/wiki/segments/manifest.json"
     command = [sys.executable, "-m", "snakemake", target, "--snakefile", str(REPO / "Snakefile"),
@@ -220,12 +241,15 @@ def test_a_job_killed_mid_run_leaves_nothing_a_rerun_trusts(built):
         job = subprocess.Popen(command, cwd=built, stdout=sink, stderr=subprocess.STDOUT,
                                env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True)
         deadline = time.time() + 300
-        while not log.exists() and job.poll() is None and time.time() < deadline:
+        # Killed once a shard job has begun: its log is there and it has retired the dump's manifest
+        # (the gather writes the manifest; a shard job removes it first thing, before loading the model).
+        while ((not any(logs.glob(shard_logs)) or (dump / "manifest.json").exists()) and job.poll() is None
+               and time.time() < deadline):
             time.sleep(0.02)
         if job.poll() is None:
             os.killpg(job.pid, signal.SIGKILL)
         job.wait()
-    assert log.exists(), f"the extraction job never started:\n{output.read_text()[-3000:]}"
+    assert any(logs.glob(shard_logs)), f"no extraction job started:\n{output.read_text()[-3000:]}"
     assert job.returncode == -signal.SIGKILL, f"the run ended before it was killed:\n{output.read_text()[-3000:]}"
     assert not (dump / "manifest.json").exists(), "a killed extraction must not leave the manifest a reader trusts"
     # A SIGKILLed Snakemake leaves its lock behind; --unlock is the documented way out.

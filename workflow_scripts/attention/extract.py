@@ -1,10 +1,15 @@
 """Attention extraction (METHODS 4): every layer and head of a checkpoint, as Parquet shards.
 
-Layout of a dump ``{results}/attention/{model}/{checkpoint}/{corpus}/{split}/``:
-``shard-IIII-of-NNNN.parquet`` files and ``manifest.json``. Shard i holds the
-examples whose position in the data table lies in ``[i*n/N, (i+1)*n/N)``; within
-a shard, rows follow the length-sorted batches they were computed in. See
-docs/attention.md for the schema.
+Layout of a dump ``{results}/attention/{subject}/{checkpoint}/{corpus}/{split}/`` (subject: the model, or
+MODEL@SIGNAL for a signal other than attention, whose maps signals.py computes; docs/signals.md):
+``shard-IIII-of-NNNN.parquet`` files, each with its record ``parts/shard-IIII-of-NNNN.json``,
+and ``manifest.json``. Shard i holds the examples whose position in the data table lies in
+``[i*n/N, (i+1)*n/N)``; within a shard, rows follow the length-sorted batches they were computed in.
+See docs/attention.md for the schema.
+
+The workflow writes each shard in a job of its own (:func:`extract_shard`, rule extract_attention)
+and gathers their records into the manifest (:func:`gather_manifest`, rule attention_dump_manifest);
+:func:`extract_attention` does both in one process (tests, benchmarks).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +31,10 @@ import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
 from ..core.io import atomic_path, read_metadata, write_json
-from .capture import attn_implementation
+from .shards import example_ids_digest, shard_bounds, shard_names, shard_record_path
+
+# forward_attentions (the attention signal's forward pass) stays importable from here, where it lived before signals.
+from .signals import SignalMaps, attn_implementation_for, forward_attentions  # noqa: F401
 
 log = logging.getLogger(__name__)
 
@@ -36,21 +45,14 @@ DUMP_SCHEMA = pa.schema([
     # attention[l, h, i, j] is how much token i attends to token j in head h of layer l.
     pa.field("attention", pa.large_binary(), nullable=False),
 ])
-SHARD_NAME = "shard-{index:04d}-of-{count:04d}.parquet"
+# "signal computation": norm and rollout's math after the forward pass (signals.SignalMaps); 0 for attention.
+TIMINGS = ("forward and float16 cast", "signal computation", "copy into the column", "waiting for the writer",
+           "writer thread: encode, compress, write", "closing shards", "shard sha256")
 # Level 1: on real maps it stores 1.766 bytes per value against 1.756 at level 3, in 0.73x the time.
 ZSTD_LEVEL = 1
 # attention.compression (config) -> ParquetWriter arguments.
 CODECS = {"lz4": {"compression": "lz4"}, "zstd": {"compression": "zstd", "compression_level": ZSTD_LEVEL},
           "none": {"compression": None}}
-
-
-def shard_names(count: int) -> list[str]:
-    return [SHARD_NAME.format(index=i, count=count) for i in range(count)]
-
-
-def shard_bounds(n_examples: int, n_shards: int) -> np.ndarray:
-    """Positions that split n examples into n_shards contiguous, near-equal ranges."""
-    return np.linspace(0, n_examples, n_shards + 1).round().astype(int)
 
 
 def length_batches(lengths: np.ndarray, batch_size: int, max_batch_tokens: int) -> list[np.ndarray]:
@@ -77,30 +79,6 @@ def pick_device(device: str) -> str:
     if device == "cuda" and not torch.cuda.is_available():
         raise AtlasError("device 'cuda' was asked for but torch sees no GPU here; use 'auto' or 'cpu'")
     return device
-
-
-def forward_attentions(model: Any, input_ids: Any, attention_mask: Any, token_type_ids: Any | None) -> Any:
-    """One forward pass returning float16 attention maps stacked as (batch, layers, heads, T, T)."""
-    import torch
-
-    kwargs = {"input_ids": input_ids, "attention_mask": attention_mask, "output_attentions": True}
-    if token_type_ids is not None:
-        kwargs["token_type_ids"] = token_type_ids
-    with torch.inference_mode():
-        outputs = model(**kwargs)
-    attentions = getattr(outputs, "attentions", None)
-    if not attentions or any(a is None or a.numel() == 0 for a in attentions):
-        implementation = getattr(model.config, "_attn_implementation", "?")
-        raise AtlasError(
-            f"model type {model.config.model_type!r} returned no attention weights "
-            f"(attention implementation {implementation!r}); load it with attn_implementation='eager' "
-            "(fused SDPA/flash kernels return none), or choose a model type that supports eager attention")
-    # Straight into one float16 buffer: stacking in float32 first would cost a second pass over every map.
-    first = attentions[0]
-    maps = torch.empty((first.shape[0], len(attentions), *first.shape[1:]), dtype=torch.float16, device=first.device)
-    for layer, attention in enumerate(attentions):
-        maps[:, layer].copy_(attention)
-    return maps
 
 
 def maps_column(maps: np.ndarray, lengths: np.ndarray) -> pa.LargeBinaryArray:
@@ -130,11 +108,6 @@ def read_examples(token_table: str | Path) -> tuple[np.ndarray, list[np.ndarray]
     return first, ids, types
 
 
-def example_ids_digest(example_ids: np.ndarray) -> str:
-    """sha256 of a shard's example ids in storage order (int64 little-endian): what the reader checks."""
-    return hashlib.sha256(np.ascontiguousarray(example_ids, dtype="<i8").tobytes()).hexdigest()
-
-
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -143,129 +116,213 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def extract_attention(checkpoint_manifest: str | Path, token_table: str | Path, out_dir: str | Path, *,
-                      n_shards: int, batch_size: int, max_batch_tokens: int, device: str, threads: int,
-                      offline: bool, compression: str, implementation: str) -> dict[str, Any]:
-    """Run the checkpoint over every example of a token table and write the attention shards."""
+@dataclass
+class Extractor:
+    """A checkpoint loaded for extraction and the token table it runs over (read once per process)."""
+
+    model: Any
+    device: str
+    checkpoint: dict[str, Any]
+    token_table: str
+    implementation: str
+    input_protocol: str
+    example_ids: np.ndarray
+    input_ids: list[np.ndarray]
+    token_types: list[np.ndarray]
+    lengths: np.ndarray
+    signal: str = "attention"
+    signal_maps: SignalMaps | None = None  # computes the signal's maps batch by batch (signals.py)
+
+    @property
+    def num_layers(self) -> int:
+        return int(self.model.config.num_hidden_layers)
+
+    @property
+    def num_heads(self) -> int:
+        return int(self.model.config.num_attention_heads)
+
+
+def load_extractor(checkpoint_manifest: str | Path, token_table: str | Path, *, device: str, threads: int,
+                   offline: bool, implementation: str, signal: str = "attention") -> Extractor:
     import torch
 
     from ..models.checkpoints import load_checkpoint, read_manifest
 
     torch.set_num_threads(max(1, threads))
-    out_dir = Path(out_dir)
-    for stale in out_dir.glob(".*.partial"):  # left by a job that was killed mid-write
-        stale.unlink()
     manifest = read_manifest(checkpoint_manifest)
     try:
-        _, model = load_checkpoint(checkpoint_manifest, offline=offline, attn_implementation=attn_implementation(
-            implementation))
+        _, model = load_checkpoint(checkpoint_manifest, offline=offline,
+                                   attn_implementation=attn_implementation_for(implementation, signal))
     except (ValueError, OSError) as exc:
-        raise AtlasError(f"checkpoint {manifest['model']}/{manifest['checkpoint']}: cannot load it with eager "
-                         f"attention ({exc})") from exc
+        raise AtlasError(f"checkpoint {manifest['model']}/{manifest['checkpoint']}: cannot load it with "
+                         f"attention.implementation {implementation!r} for signal {signal!r} ({exc})") from exc
+    signal_maps = SignalMaps(model, signal)  # before the device and the token table: refuses an unknown family
     device = pick_device(device)
     model.to(device)
+    example_ids, input_ids, token_types = read_examples(token_table)
+    return Extractor(model=model, device=device, checkpoint=manifest, token_table=str(token_table),
+                     implementation=implementation,
+                     input_protocol=read_metadata(token_table).get("input_protocol", "text"),
+                     example_ids=example_ids, input_ids=input_ids, token_types=token_types,
+                     lengths=np.array([len(x) for x in input_ids], dtype=np.int64), signal=signal,
+                     signal_maps=signal_maps)
+
+
+def retire_manifest(out_dir: str | Path) -> None:
+    """Remove a dump's manifest before any of its shards is replaced: it marks the dump complete, and would
+    describe a shard that no longer exists (the gather writes the new one)."""
+    (Path(out_dir) / "manifest.json").unlink(missing_ok=True)
+
+
+def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards: int, *, batch_size: int,
+                max_batch_tokens: int, compression: str, writer_thread: ThreadPoolExecutor | None = None,
+                signal: str | None = None) -> dict[str, Any]:
+    """Extract shard ``index`` of ``n_shards`` (positions [lo, hi) of the token table, by shard_bounds).
+
+    ``signal`` (signals.SIGNALS) defaults to the one the extractor was loaded for; ``norm`` needs an extractor
+    loaded for it (its value vectors are recorded by the attention function it was loaded with).
+
+    Writes the shard and then its record (shard_record_path), each renamed into place when complete,
+    and returns the record. The dump's manifest, if any, is removed first: it would describe a shard
+    that is about to be replaced (gather_manifest writes the new one from the records).
+    """
+    import torch
+
+    out_dir = Path(out_dir)
+    name = shard_names(n_shards)[index]
+    destination = out_dir / name
+    retire_manifest(out_dir)
+    # Left by a job of this shard that was killed mid-write; sibling shards' files are live (their jobs may run now).
+    record_path = shard_record_path(out_dir, name)
+    for stale in (*out_dir.glob(f".{name}.*.partial"), *record_path.parent.glob(f".{record_path.name}.*.partial")):
+        stale.unlink(missing_ok=True)
+    ex, model, device = extractor, extractor.model, extractor.device
+    signal = signal or ex.signal
+    signal_maps = ex.signal_maps if signal == ex.signal and ex.signal_maps else SignalMaps(model, signal)
     uses_token_types = getattr(model.config, "type_vocab_size", 0) > 1
     pad_id = model.config.pad_token_id or 0
-    example_ids, input_ids, token_types = read_examples(token_table)
-    lengths = np.array([len(x) for x in input_ids])
-    bounds = shard_bounds(len(example_ids), n_shards)
-    layers, heads = model.config.num_hidden_layers, model.config.num_attention_heads
-    input_protocol = read_metadata(token_table).get("input_protocol", "text")
-    # Every shard carries the identity of its dump and its own place in it, so that a shard copied
-    # in from another dump (another checkpoint, corpus or run), or swapped with a sibling, is refused
-    # on read (reader.AttentionDump) instead of being trusted.
-    dump_id = uuid.uuid4().hex
-    metadata = {b"atlas.model": manifest["model"].encode(), b"atlas.checkpoint": manifest["checkpoint"].encode(),
-                b"atlas.num_layers": str(layers).encode(), b"atlas.num_heads": str(heads).encode(),
-                b"atlas.dtype": b"float16", b"atlas.dump_id": dump_id.encode(),
-                b"atlas.input_protocol": input_protocol.encode()}
-    shards: list[dict[str, Any]] = []
+    bounds = shard_bounds(len(ex.example_ids), n_shards)
+    lo, hi = int(bounds[index]), int(bounds[index + 1])
+    # Every shard carries the identity of the job that wrote it and its own place in the dump, so that a
+    # shard copied in from another dump or run, or swapped with a sibling, is refused on read
+    # (reader.AttentionDump): the manifest lists each shard's run id.
+    run_id = uuid.uuid4().hex
+    metadata = {b"atlas.model": ex.checkpoint["model"].encode(),
+                b"atlas.checkpoint": ex.checkpoint["checkpoint"].encode(),
+                b"atlas.num_layers": str(ex.num_layers).encode(), b"atlas.num_heads": str(ex.num_heads).encode(),
+                b"atlas.dtype": b"float16", b"atlas.run_id": run_id.encode(), b"atlas.shard": name.encode(),
+                b"atlas.input_protocol": ex.input_protocol.encode(), b"atlas.signal": signal.encode()}
+    schema = DUMP_SCHEMA.with_metadata(metadata)
     started = time.perf_counter()
-    done = 0
-    # Where the time goes (seconds; the manifest keeps them, benchmarks/bench_extraction.py prints them):
+    # Where the time goes (seconds; the manifest sums them, benchmarks/bench_extraction.py prints them):
     # the writer thread's work overlaps the model's, so only "waiting for the writer" adds to the wall time.
-    timings = dict.fromkeys(("forward and float16 cast", "copy into the column", "waiting for the writer",
-                             "writer thread: encode, compress, write", "closing shards", "shard sha256"), 0.0)
+    timings = dict.fromkeys(TIMINGS, 0.0)
 
     def timed_write(writer: pq.ParquetWriter, record: pa.RecordBatch) -> None:
         began = time.perf_counter()
         writer.write_batch(record)
         timings["writer thread: encode, compress, write"] += time.perf_counter() - began
 
-    # Parquet encoding and compression run on a writer thread while the model computes the next batch.
-    with ThreadPoolExecutor(max_workers=1) as writer_thread:
-        for shard_index, name in enumerate(shard_names(n_shards)):
-            lo, hi = bounds[shard_index], bounds[shard_index + 1]
-            destination = out_dir / name
-            schema = DUMP_SCHEMA.with_metadata({**metadata, b"atlas.shard": name.encode()})
-            stored_ids: list[np.ndarray] = []
-            with ExitStack() as stack:
-                tmp = stack.enter_context(atomic_path(destination))
-                writer = pq.ParquetWriter(tmp, schema, **CODECS[compression], use_dictionary=False,
-                                          write_page_checksum=True)
-                pending: list[Future] = []
-                for batch in length_batches(lengths[lo:hi], batch_size, max_batch_tokens):
-                    batch = batch + lo
-                    stored_ids.append(example_ids[batch])
-                    width = int(lengths[batch].max())
-                    ids = np.full((len(batch), width), pad_id, dtype=np.int64)
-                    types = np.zeros((len(batch), width), dtype=np.int64)
-                    mask = np.zeros((len(batch), width), dtype=np.int64)
-                    for row, index in enumerate(batch):
-                        ids[row, :lengths[index]] = input_ids[index]
-                        types[row, :lengths[index]] = token_types[index]
-                        mask[row, :lengths[index]] = 1
-                    began = time.perf_counter()
-                    maps = forward_attentions(
-                        model, torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device),
-                        torch.from_numpy(types).to(device) if uses_token_types else None).cpu().numpy()
-                    copied = time.perf_counter()
-                    record = pa.record_batch([pa.array(example_ids[batch], pa.int64()),
-                                              pa.array(lengths[batch], pa.int32()),
-                                              maps_column(maps, lengths[batch])], schema=schema)
-                    waiting = time.perf_counter()
-                    # At most two batches wait for the writer, so memory stays flat however many
-                    # examples a shard holds, even when writing is slower than the model.
-                    while len(pending) >= 2:
-                        pending.pop(0).result()
-                    pending.append(writer_thread.submit(timed_write, writer, record))
-                    timings["forward and float16 cast"] += copied - began
-                    timings["copy into the column"] += waiting - copied
-                    timings["waiting for the writer"] += time.perf_counter() - waiting
-                    done += len(batch)
-                began = time.perf_counter()
-                for future in pending:
-                    future.result()
-                writer.close()
-            timings["closing shards"] += time.perf_counter() - began
+    stored_ids: list[np.ndarray] = []
+    with ExitStack() as stack:
+        if writer_thread is None:
+            # Parquet encoding and compression run on a writer thread while the model computes the next batch.
+            writer_thread = stack.enter_context(ThreadPoolExecutor(max_workers=1))
+        tmp = stack.enter_context(atomic_path(destination))
+        writer = pq.ParquetWriter(tmp, schema, **CODECS[compression], use_dictionary=False, write_page_checksum=True)
+        pending: list[Future] = []
+        for batch in length_batches(ex.lengths[lo:hi], batch_size, max_batch_tokens):
+            batch = batch + lo
+            stored_ids.append(ex.example_ids[batch])
+            width = int(ex.lengths[batch].max())
+            ids = np.full((len(batch), width), pad_id, dtype=np.int64)
+            types = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, position in enumerate(batch):
+                ids[row, :ex.lengths[position]] = ex.input_ids[position]
+                types[row, :ex.lengths[position]] = ex.token_types[position]
+                mask[row, :ex.lengths[position]] = 1
             began = time.perf_counter()
-            digest = _sha256(destination)
-            timings["shard sha256"] += time.perf_counter() - began
-            shards.append({"file": name, "rows": int(hi - lo), "first_position": int(lo),
-                           "example_ids": [int(example_ids[lo]), int(example_ids[hi - 1])] if hi > lo else [],
-                           "bytes": destination.stat().st_size, "sha256": digest,
-                           "example_ids_sha256": example_ids_digest(
-                               np.concatenate(stored_ids) if stored_ids else np.zeros(0, np.int64))})
-            elapsed = time.perf_counter() - started
-            log.info("shard %d/%d written (%d/%d examples, %.1f examples/s)", shard_index + 1, n_shards, done,
-                     len(example_ids), done / max(elapsed, 1e-9))
-    values = int(sum(layers * heads * int(n) ** 2 for n in lengths))
-    summary = {"model": manifest["model"], "checkpoint": manifest["checkpoint"], "dump_id": dump_id,
-               "input_protocol": input_protocol, "compression": compression,
-               "implementation": implementation, "num_layers": layers,
-               "num_heads": heads, "examples": len(example_ids), "tokens": int(lengths.sum()),
-               "values": values, "bytes": int(sum(s["bytes"] for s in shards)), "device": device,
-               "seconds": round(time.perf_counter() - started, 3), "shards": shards,
-               "token_table": str(token_table), "timings": {k: round(v, 3) for k, v in timings.items()}}
-    summary["bytes_per_value"] = summary["bytes"] / max(values, 1)
-    write_json(summary, out_dir / "manifest.json")
-    log.info("dump complete: %d examples, %.3f bytes per stored value, %.1f s", summary["examples"],
-             summary["bytes_per_value"], summary["seconds"])
-    return summary
+            maps, signal_seconds = signal_maps(
+                torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device),
+                torch.from_numpy(types).to(device) if uses_token_types else None)
+            maps = maps.cpu().numpy()
+            copied = time.perf_counter()
+            record = pa.record_batch([pa.array(ex.example_ids[batch], pa.int64()),
+                                      pa.array(ex.lengths[batch], pa.int32()),
+                                      maps_column(maps, ex.lengths[batch])], schema=schema)
+            waiting = time.perf_counter()
+            # At most two batches wait for the writer, so memory stays flat however many
+            # examples a shard holds, even when writing is slower than the model.
+            while len(pending) >= 2:
+                pending.pop(0).result()
+            pending.append(writer_thread.submit(timed_write, writer, record))
+            timings["forward and float16 cast"] += copied - began - signal_seconds
+            timings["signal computation"] += signal_seconds
+            timings["copy into the column"] += waiting - copied
+            timings["waiting for the writer"] += time.perf_counter() - waiting
+        began = time.perf_counter()
+        for future in pending:
+            future.result()
+        writer.close()
+        stack.pop_all().close()  # rename the shard into place (and stop a writer thread of our own)
+    timings["closing shards"] += time.perf_counter() - began
+    began = time.perf_counter()
+    digest = _sha256(destination)
+    timings["shard sha256"] += time.perf_counter() - began
+    lengths = ex.lengths[lo:hi]
+    shard = {"file": name, "rows": hi - lo, "first_position": lo,
+             "example_ids": [int(ex.example_ids[lo]), int(ex.example_ids[hi - 1])] if hi > lo else [],
+             "bytes": destination.stat().st_size, "sha256": digest,
+             "example_ids_sha256": example_ids_digest(np.concatenate(stored_ids) if stored_ids
+                                                      else np.zeros(0, np.int64)),
+             "run_id": run_id}
+    seconds = time.perf_counter() - started
+    record = {"model": ex.checkpoint["model"], "checkpoint": ex.checkpoint["checkpoint"],
+              "input_protocol": ex.input_protocol, "signal": signal, "compression": compression,
+              "implementation": ex.implementation,
+              "num_layers": ex.num_layers, "num_heads": ex.num_heads, "device": ex.device,
+              "token_table": ex.token_table, "table_examples": len(ex.example_ids), "index": index,
+              "num_shards": n_shards, "examples": hi - lo, "tokens": int(lengths.sum()),
+              "values": int(sum(ex.num_layers * ex.num_heads * int(n) ** 2 for n in lengths)),
+              "seconds": round(seconds, 3), "timings": {k: round(v, 3) for k, v in timings.items()}, "shard": shard}
+    write_json(record, record_path)
+    log.info("shard %d/%d written: %d examples (positions %d-%d), %.1f examples/s", index + 1, n_shards, hi - lo,
+             lo, hi, (hi - lo) / max(seconds, 1e-9))
+    return record
+
+
+def extract_shard(checkpoint_manifest: str | Path, token_table: str | Path, out_dir: str | Path, *, index: int,
+                  n_shards: int, batch_size: int, max_batch_tokens: int, device: str, threads: int,
+                  offline: bool, compression: str, implementation: str, signal: str = "attention") -> dict[str, Any]:
+    """One shard of a dump, in a process of its own (rule extract_attention): load, extract, record."""
+    if not 0 <= index < n_shards:
+        raise AtlasError(f"shard index {index} is outside a dump of {n_shards} shards")
+    retire_manifest(out_dir)  # first: loading the model takes a while, and the job may be killed meanwhile
+    extractor = load_extractor(checkpoint_manifest, token_table, device=device, threads=threads, offline=offline,
+                               implementation=implementation, signal=signal)
+    return write_shard(extractor, out_dir, index, n_shards, batch_size=batch_size, max_batch_tokens=max_batch_tokens,
+                       compression=compression)
+
+
+def extract_attention(checkpoint_manifest: str | Path, token_table: str | Path, out_dir: str | Path, *,
+                      n_shards: int, batch_size: int, max_batch_tokens: int, device: str, threads: int,
+                      offline: bool, compression: str, implementation: str,
+                      signal: str = "attention") -> dict[str, Any]:
+    """A whole dump in one process: the model is loaded once, every shard written (write_shard), then the
+    manifest gathered (gather_manifest). The workflow runs the same two steps as one job per shard
+    (rule extract_attention) and a gather (rule attention_dump_manifest)."""
+    retire_manifest(out_dir)
+    extractor = load_extractor(checkpoint_manifest, token_table, device=device, threads=threads, offline=offline,
+                               implementation=implementation, signal=signal)
+    with ThreadPoolExecutor(max_workers=1) as writer_thread:
+        for index in range(n_shards):
+            write_shard(extractor, out_dir, index, n_shards, batch_size=batch_size,
+                        max_batch_tokens=max_batch_tokens, compression=compression, writer_thread=writer_thread)
+    from .gather import gather_manifest  # gather imports this module's names
+
+    return gather_manifest(out_dir, n_shards)
 
 
 def read_dump_manifest(path: str | Path) -> dict[str, Any]:
     return json.loads(Path(path).read_text())
-
-
-

@@ -8,13 +8,22 @@
         ...
     dump.get(17)                                # one example, reading only its row group
 
-Every shard is checked against the dump's manifest on read: its size, the dump
-and place it was written for (footer metadata), its row count, its pages'
-checksums, and (when read whole) its example ids in order. A corrupt, truncated,
-missing or foreign shard (one copied in from another dump, or swapped with a
-sibling) raises CorruptShardError naming it; it is removed together with the
+Every shard is checked against the dump's manifest on read: its size, the
+extraction run and place it was written for (footer metadata), its row count, its
+pages' checksums, and (when read whole) its example ids in order. A corrupt, truncated,
+missing or foreign shard (one copied in from another dump or another run of this one,
+or swapped with a sibling) raises CorruptShardError naming it; it is removed together with the
 dump's manifest, so that the next plain ``snakemake`` run replans the extraction
 (analyses depend on the manifest) instead of trusting the dump.
+
+Signals (docs/signals.md): a dump holds one attention signal, ``dump.signal`` (the manifest's ``signal``;
+dumps written before signals hold ``attention``). The rows of ``attention`` and ``rollout`` maps sum to 1;
+those of ``norm`` (each weight times its value vector's norm) do not, so every analysis reads norm dumps
+row-normalised: by default (``normalise_rows=None``) a norm dump's rows come back divided by their sum
+(float32 sums, float16 maps; a zero row stays zero). Argmax-based analyses (a token's most attended
+token) are unaffected by it; distribution-based ones (entropy, attention mass on a token class, the
+word-level maps, which average token rows) need distributions. ``normalise_rows=False`` reads the stored
+norms themselves.
 """
 
 from __future__ import annotations
@@ -54,7 +63,8 @@ class ExampleMaps:
 
 
 class AttentionDump:
-    def __init__(self, directory: str | Path, *, remove_corrupt: bool = True) -> None:
+    def __init__(self, directory: str | Path, *, remove_corrupt: bool = True,
+                 normalise_rows: bool | None = None) -> None:
         self.directory = Path(directory)
         manifest_path = self.directory / "manifest.json"
         try:
@@ -65,6 +75,9 @@ class AttentionDump:
         self.num_layers = int(self.manifest["num_layers"])
         self.num_heads = int(self.manifest["num_heads"])
         self.remove_corrupt = remove_corrupt
+        self.signal = str(self.manifest.get("signal", "attention"))
+        # None: the rows of norm maps, which are no distributions, are divided by their sums (module docstring).
+        self.normalise_rows = self.signal == "norm" if normalise_rows is None else bool(normalise_rows)
 
     def __len__(self) -> int:
         return int(self.manifest["examples"])
@@ -99,22 +112,36 @@ class AttentionDump:
         return parquet
 
     def _check_identity(self, path: Path, shard: Mapping, parquet: pq.ParquetFile) -> None:
-        """Refuse a shard written for another dump or another place in this one (a copied or swapped file)."""
-        if "dump_id" not in self.manifest:  # a dump written by hand (tests, tools) carries no identity
+        """Refuse a shard written for another dump or another place in this one (a copied or swapped file).
+
+        Each shard's job gives its shard a random run id (footer ``atlas.run_id``), which the manifest
+        lists in the shard's entry. Dumps written before shard jobs carry one ``atlas.dump_id`` in every
+        shard and at the top of the manifest; those are checked against it.
+        """
+        metadata = parquet.schema_arrow.metadata or {}
+        footer = {k.decode(): v.decode() for k, v in metadata.items()}
+        if "run_id" in shard:  # its own run id, or (a dump adopted from before shard jobs) its dump's id
+            footer["atlas.run_id"] = footer_run_id(metadata)
+            identity = {"atlas.run_id": shard["run_id"]}
+        elif "dump_id" in self.manifest:
+            identity = {"atlas.dump_id": self.manifest["dump_id"]}
+        else:  # a dump written by hand (tests, tools) carries no identity
             return
-        footer = {k.decode(): v.decode() for k, v in (parquet.schema_arrow.metadata or {}).items()}
-        expected = {"atlas.dump_id": self.manifest["dump_id"], "atlas.shard": shard["file"],
-                    "atlas.model": self.manifest.get("model"), "atlas.checkpoint": self.manifest.get("checkpoint")}
+        footer.setdefault("atlas.signal", "attention")  # shards written before signals hold attention maps
+        expected = {**identity, "atlas.shard": shard["file"], "atlas.model": self.manifest.get("model"),
+                    "atlas.checkpoint": self.manifest.get("checkpoint"), "atlas.signal": self.signal}
         for key, value in expected.items():
             if value is not None and footer.get(key) != value:
-                raise self._corrupt(path, f"it belongs to another dump: its {key} is {footer.get(key)!r}, the "
-                                          f"manifest expects {value!r}")
+                raise self._corrupt(path, f"it belongs to another dump or extraction run: its {key} is "
+                                          f"{footer.get(key)!r}, the manifest expects {value!r}")
 
     def _decode(self, example_id: int, n_tokens: int, blob: np.ndarray, path: Path) -> ExampleMaps:
         expected = self.num_layers * self.num_heads * n_tokens * n_tokens * 2
         if len(blob) != expected:
             raise self._corrupt(path, f"example {example_id} has {len(blob)} bytes, expected {expected}")
         maps = blob.view("<f2").reshape(self.num_layers, self.num_heads, n_tokens, n_tokens)
+        if self.normalise_rows:
+            maps = normalised_rows(maps)
         return ExampleMaps(int(example_id), maps)
 
     def _row_groups(self, shard: Mapping, parquet: pq.ParquetFile, groups: list[int],
@@ -173,6 +200,20 @@ class AttentionDump:
         """Every example's word-level maps (METHODS 5), optionally for some layers only."""
         for example in self.iter_examples():
             yield to_word_level(example, token_words[example.example_id], n_words[example.example_id], layers)
+
+
+def normalised_rows(maps: np.ndarray) -> np.ndarray:
+    """float16 maps whose rows are divided by their sums, computed in float32; a row summing to zero stays zero."""
+    values = maps.astype(np.float32)
+    sums = values.sum(axis=-1, keepdims=True)
+    np.divide(values, sums, out=values, where=sums > 0)
+    return values.astype(np.float16)
+
+
+def footer_run_id(footer: Mapping[bytes, bytes]) -> str:
+    """A shard's run id: its footer's ``atlas.run_id``; a shard written before shard jobs carries its dump's
+    one ``atlas.dump_id`` instead, which then serves as the run id of each of its shards."""
+    return (footer.get(b"atlas.run_id") or footer.get(b"atlas.dump_id") or b"").decode()
 
 
 def _binary_buffers(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray]:

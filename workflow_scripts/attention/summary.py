@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.io import read_metadata, write_csv
+from ..core.subjects import DEFAULT_SIGNAL, subject_name
 from .extract import read_dump_manifest
 
 
@@ -19,8 +20,11 @@ def summarize_dumps(dump_manifests: list[str | Path], token_tables: list[str | P
         parts = Path(path).parts
         corpus, split = parts[-3], parts[-2]
         tokens = truncation.get(manifest["token_table"], {})
+        signal = manifest.get("signal", DEFAULT_SIGNAL)  # dumps made before signals hold attention weights
         records.append({
-            "model": manifest["model"], "checkpoint": manifest["checkpoint"], "corpus": corpus, "split": split,
+            # The subject, as every analysis table names it (MODEL@SIGNAL for a signal other than attention).
+            "model": subject_name(manifest["model"], signal), "signal": signal,
+            "checkpoint": manifest["checkpoint"], "corpus": corpus, "split": split,
             "input_protocol": manifest.get("input_protocol", tokens.get("input_protocol")),
             "examples": manifest["examples"], "tokens": manifest["tokens"],
             "truncated_examples": tokens.get("truncated_examples"),

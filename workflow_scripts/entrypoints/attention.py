@@ -32,12 +32,28 @@ def token_table(smk: Any) -> None:
 
 @entry_point("extract_attention")
 def extract_attention(smk: Any) -> None:
-    from ..attention.extract import extract_attention as extract
+    """One shard of a dump (its shard wildcard) of the subject's signal (params.signal, docs/signals.md);
+    attention_dump_manifest gathers the shards."""
+    from ..attention.extract import extract_shard
+    from ..attention.shards import shard_names, shard_record_path
 
-    extract(smk.input.checkpoint, smk.input.tokens, Path(smk.output.manifest).parent,
-            n_shards=smk.params.num_shards, compression=smk.params.compression, batch_size=smk.params.batch_size,
-            max_batch_tokens=smk.params.max_batch_tokens, device=smk.params.device, threads=smk.threads,
-            offline=smk.params.offline, implementation=smk.params.implementation)
+    out_dir = Path(smk.output.shard).parent
+    name = shard_names(smk.params.num_shards)[smk.params.shard_index]
+    if Path(smk.output.shard) != out_dir / name or Path(smk.output.record) != shard_record_path(out_dir, name):
+        raise RuntimeError(f"rule extract_attention's outputs {smk.output.shard}, {smk.output.record} are not where "
+                           f"extract_shard writes shard {name}")
+    extract_shard(smk.input.checkpoint, smk.input.tokens, out_dir, index=smk.params.shard_index,
+                  n_shards=smk.params.num_shards, compression=smk.params.compression,
+                  batch_size=smk.params.batch_size, max_batch_tokens=smk.params.max_batch_tokens,
+                  device=smk.params.device, threads=smk.threads, offline=smk.params.offline,
+                  implementation=smk.params.implementation, signal=smk.params.signal)
+
+
+@entry_point("attention_dump_manifest")
+def attention_dump_manifest(smk: Any) -> None:
+    from ..attention.gather import gather_manifest
+
+    gather_manifest(Path(smk.output.manifest).parent, smk.params.num_shards)
 
 
 @entry_point("attention_dumps_table")

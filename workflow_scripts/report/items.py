@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from ..core.errors import AtlasError
+from ..core.subjects import base_model
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,6 +145,9 @@ class StudyTables:
         if frame.empty or "model" not in frame.columns:
             return None, f"{name}.csv has no rows"
         rows = frame[frame["model"].astype(str) == model]
+        if rows.empty and model != base_model(model):
+            # A subject MODEL@SIGNAL shares its model's rows in the tables no signal changes (fine-tuning, cards).
+            rows = frame[frame["model"].astype(str) == base_model(model)]
         if rows.empty:
             return None, f"{name}.csv has no rows for model {model}"
         if treebank is not None and "treebank" in rows.columns:

@@ -18,9 +18,11 @@ from functools import cached_property
 from typing import Any
 
 from ..core.errors import ConfigError
+from ..core.subjects import base_model, split_subject, subject_name
 from ..data.corpora import WINDOW_SUFFIX, Corpora
 from ..data.entries import TaskSpec
 from ..finetune.tasks import checkpoint_name, task_seeds, task_settings
+from .ablation_plan import plan_ablation
 from .annotation import annotation_settings, caption_text, describe_annotators
 from .config import selected_corpora, selected_splits
 from .explorer_plan import plan_explorer
@@ -50,7 +52,8 @@ class Study:
     # attention
     dumps: list[tuple[str, str, str, str]] = field(default_factory=list)      # (model, checkpoint, corpus, split)
     # surface
-    surface_pairs: list[tuple[str, str]] = field(default_factory=list)        # (model, checkpoint)
+    surface_pairs: list[tuple[str, str]] = field(default_factory=list)        # (subject, checkpoint)
+    gradient_pairs: list[tuple[str, str]] = field(default_factory=list)       # those of the attention signal
     # syntax
     syntax_splits: list[str] = field(default_factory=list)
     syntax_targets: list[tuple[str, str, str]] = field(default_factory=list)  # (model, checkpoint, treebank)
@@ -60,6 +63,9 @@ class Study:
     # finetune_effects
     effects_tasks: list[str] = field(default_factory=list)
     effects_targets: list[tuple[str, str, str]] = field(default_factory=list)  # (model, checkpoint, task)
+    # ablation (workflow_scripts/study/ablation_plan.py)
+    disabling_runs: list[tuple[str, str, int]] = field(default_factory=list)  # (model, task, seed)
+    found_heads_models: list[str] = field(default_factory=list)
     # report
     report_tables: dict[str, str] = field(default_factory=dict)   # table name -> path
     report_absent: dict[str, str] = field(default_factory=dict)   # table name -> why the study has none
@@ -91,6 +97,12 @@ class Study:
     @property
     def models(self) -> list[str]:
         return list(self.config["study"]["models"])
+
+    @property
+    def subjects(self) -> list[str]:
+        """What the analyses run on: each model through each of attention.signals (docs/signals.md), the
+        model's name for the attention weights, MODEL@SIGNAL for another signal."""
+        return [subject_name(model, signal) for model in self.models for signal in self.config["attention"]["signals"]]
 
     def task_spec(self, task: str) -> TaskSpec:
         return self.corpora.tasks[task]
@@ -154,7 +166,7 @@ class Study:
         """Names of the fine-tuned checkpoints of ``model``, in training order per run: each step, then final."""
         names = []
         for m, task, seed in self.finetune_runs:
-            if m != model or (tasks is not None and task not in tasks):
+            if m != base_model(model) or (tasks is not None and task not in tasks):
                 continue
             steps = [] if final_only else self.finetune_settings(task)["save_steps"]
             names += [checkpoint_name(task, seed, step) for step in [*steps, "final"]]
@@ -201,7 +213,8 @@ class Study:
         """What the config selects, for the report's reasons and protocol labels (report.items.StudyContext)."""
         syntax = self.config["syntax"]
         return {
-            "models": self.models,
+            # Every subject (model, or MODEL@SIGNAL) the tables have rows of, side by side in the report.
+            "models": self.subjects,
             "relations": list(syntax["relations"]),
             "select_split": syntax["select_split"],
             "score_split": syntax["score_split"],
@@ -240,7 +253,7 @@ def build_study(config: Mapping[str, Any]) -> Study:
             raise ConfigError(f"corpus {corpus!r}: no split is available offline in the mirror {config['mirror']}")
     study = Study(config=config, paths=ResultPaths(config["results"]), corpora=corpora, splits=splits)
     for plan in (_plan_data, _plan_models, _plan_finetune, _plan_attention, _plan_surface, _plan_syntax,
-                 _plan_finetune_effects, _plan_report, plan_explorer):
+                 _plan_finetune_effects, plan_ablation, _plan_report, plan_explorer):
         plan(study)
     return study
 
@@ -290,8 +303,8 @@ def _plan_finetune(study: Study) -> None:
 
 def _plan_attention(study: Study) -> None:
     attention = study.config["attention"]
-    study.dumps = [(model, checkpoint, corpus, split)
-                   for model in study.models for checkpoint in attention["checkpoints"]
+    study.dumps = [(subject, checkpoint, corpus, split)
+                   for subject in study.subjects for checkpoint in attention["checkpoints"]
                    for corpus, splits in attention["corpora"].items() for split in splits
                    if split in study.splits.get(corpus, [])]
     study.stage_outputs["attention"] = [study.paths.table("attention_dumps")]
@@ -301,8 +314,13 @@ def _plan_surface(study: Study) -> None:
     surface = study.config["surface"]
     study.surface_pairs = [(m, c) for m, c, corpus, split in study.dumps
                            if corpus == surface["corpus"] and split == surface["split"]]
-    study.stage_outputs["surface"] = ([study.paths.table(name) for name in SURFACE_TABLES]
-                                      + study.paths.figures("surface", SURFACE_FIGURES)) if study.surface_pairs else []
+    # The gradient of the loss with respect to the attention weights is a property of the weights alone.
+    study.gradient_pairs = [(m, c) for m, c in study.surface_pairs if split_subject(m)[1] == "attention"]
+    tables, figures = SURFACE_TABLES, SURFACE_FIGURES
+    if not study.gradient_pairs:
+        tables, figures = (tuple(n for n in names if n != "sep_gradient") for names in (tables, figures))
+    study.stage_outputs["surface"] = ([study.paths.table(name) for name in tables]
+                                      + study.paths.figures("surface", figures)) if study.surface_pairs else []
 
 
 def _plan_syntax(study: Study) -> None:
@@ -342,7 +360,7 @@ def _plan_syntax(study: Study) -> None:
 
 def _plan_finetune_effects(study: Study) -> None:
     study.effects_tasks = _chosen_tasks(study, "finetune_effects", lambda t: (study.dev_split(t),), "analysed")
-    study.effects_targets = [(m, c, t) for m in study.models for t in study.effects_tasks
+    study.effects_targets = [(m, c, t) for m in study.subjects for t in study.effects_tasks
                              for c in study.effects_checkpoints(m, t)]
     study.stage_outputs["finetune_effects"] = ([study.paths.table(name) for name in EFFECTS_TABLES]
                                                + study.paths.figures("finetune_effects", EFFECTS_FIGURES)
@@ -378,4 +396,4 @@ def _plan_report(study: Study) -> None:
         else:
             study.report_absent[name] = reasons.get(name, f"the study does not produce {name}.csv")
     study.stage_outputs["report"] = [study.paths.table("paper_comparison")] + [
-        study.paths.figure("summary", model, ext) for model in study.models for ext in ("png", "pdf")]
+        study.paths.figure("summary", subject, ext) for subject in study.subjects for ext in ("png", "pdf")]

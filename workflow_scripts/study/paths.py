@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.subjects import base_model
+
 
 @dataclass(frozen=True)
 class ResultPaths:
@@ -22,17 +24,19 @@ class ResultPaths:
         return f"{self.root}/data/{corpus}/{split}.mentions.parquet"
 
     def checkpoint_manifest(self, model: str, checkpoint: str) -> str:
-        """The one file that stands for a checkpoint of any kind (workflow_scripts.models.checkpoints)."""
-        return f"{self.root}/checkpoints/{model}/{checkpoint}/checkpoint.json"
+        """The one file that stands for a checkpoint of any kind (workflow_scripts.models.checkpoints);
+        a subject MODEL@SIGNAL reads its model's."""
+        return f"{self.root}/checkpoints/{base_model(model)}/{checkpoint}/checkpoint.json"
 
     def finetune_metrics(self, model: str, task: str, seed: int | str) -> str:
-        return f"{self.root}/finetune/{model}/{task}.seed{seed}.metrics.json"
+        return f"{self.root}/finetune/{base_model(model)}/{task}.seed{seed}.metrics.json"
 
     def annotation(self, corpus: str, split: str) -> str:
         return f"{self.root}/annotation/{corpus}/{split}.parquet"
 
     def token_table(self, model: str, corpus: str, split: str) -> str:
-        return f"{self.root}/tokens/{model}/{corpus}/{split}.parquet"
+        """A model's tokens of a split; every signal of the model reads the same (the subject's model's)."""
+        return f"{self.root}/tokens/{base_model(model)}/{corpus}/{split}.parquet"
 
     def dump_dir(self, model: str, checkpoint: str, corpus: str, split: str) -> str:
         return f"{self.root}/attention/{model}/{checkpoint}/{corpus}/{split}"

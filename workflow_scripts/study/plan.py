@@ -6,8 +6,9 @@ forward passes it makes.
 The config is resolved as the workflow resolves it and checked by the same code (rules/common.smk).
 The jobs come from Snakemake's own dry run of the study (``--forceall``: every job; and, when the
 results folder exists, a plain dry run: the jobs still to run there), each counted under the stage
-whose rule file defines its rule. The dumps are the dry run's ``extract_attention`` jobs, the study
-model's ``dumps`` and those the coreference and fine-tuning-effects analyses add. What each number
+whose rule file defines its rule. The dumps are the dry run's ``attention_dump_manifest`` jobs (one per
+dump; its ``extract_attention`` jobs are one per shard), the study model's ``dumps`` and those the
+coreference and fine-tuning-effects analyses add. What each number
 rests on (a table in the results folder, a release's size, a measured mean, a bound) is printed
 beside it; nothing unknown is guessed (docs/configuration.md, "Plan a study").
 """
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import AtlasError, ConfigError
+from ..core.subjects import base_model
 from ..models.checkpoints import parse_checkpoint_name
 from .config import check_schema, check_semantics, coerce_config, load_schema
 from .model import Study, build_study
@@ -150,7 +152,7 @@ def forward_passes(study: Study, dumps: list[DumpSize], shapes: dict[str, ModelS
         scorings = 1 + (len(settings["save_steps"]) if settings["eval_at_checkpoints"] else 0)
         dev += min(n_dev, settings["max_dev_examples"] or n_dev) * scorings
     surface, gradient, bound = study.config["surface"], 0, False
-    for model, checkpoint in study.surface_pairs:
+    for model, checkpoint in study.gradient_pairs:
         info = parse_checkpoint_name(checkpoint)
         # Skipped without a loss: the random-init control never has a masked-LM head, a pretrained model
         # saved without one (a sentence encoder) neither; a fine-tuned one scores its task's dev examples.
@@ -173,9 +175,9 @@ def make_plan(configfiles: list[str], cli: list[str], *, network: bool = True) -
     every = dry_run(configfiles, cli, forceall=True)
     remaining = dry_run(configfiles, cli, forceall=False) if Path(study.results).exists() else None
     shapes = {model: model_shape(study, model, network=network) for model in study.models}
-    dumps = [size_dump(study, key, shapes[key[0]].layers_heads)
+    dumps = [size_dump(study, key, shapes[base_model(key[0])].layers_heads)
              for key in (tuple(j.wildcard(w) for w in ("model", "checkpoint", "corpus", "split"))
-                         for j in every if j.rule == "extract_attention")]
+                         for j in every if j.rule == "attention_dump_manifest")]
     per_value = BYTES_PER_VALUE[config["attention"]["compression"]]
     sized = [d for d in dumps if d.values is not None]
     bound_only = [d for d in dumps if d.values is None and d.values_max is not None]
@@ -187,7 +189,7 @@ def make_plan(configfiles: list[str], cli: list[str], *, network: bool = True) -
         "notes": list(study.notes),
         "jobs": jobs_per_stage(every),
         "jobs_to_run": jobs_per_stage(remaining) if remaining is not None else None,
-        "models": {m: {**asdict(s), "dumps": sum(d.model == m for d in dumps)} for m, s in shapes.items()},
+        "models": {m: {**asdict(s), "dumps": sum(base_model(d.model) == m for d in dumps)} for m, s in shapes.items()},
         "compression": config["attention"]["compression"], "bytes_per_value": per_value,
         "dumps": [asdict(d) for d in dumps],
         # Dumps whose values are known (token table) or estimated (measured mean T^2) ...

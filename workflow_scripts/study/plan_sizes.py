@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from ..core.subjects import base_model
 from ..data.corpora import WINDOW_SUFFIX
 from ..models.cards import model_location
 from .model import Study
@@ -211,7 +212,8 @@ class DumpSize:
 
 
 def size_dump(study: Study, dump: tuple[str, str, str, str], shape: tuple[int, int] | None) -> DumpSize:
-    model, checkpoint, corpus, split = dump
+    subject, checkpoint, corpus, split = dump
+    model = base_model(subject)  # every signal of a model has the model's token tables and sizes
     size, basis = split_size(study, corpus, split)
     cap = study.config["attention"]["max_examples"].get(corpus)
     if size is None and cap:

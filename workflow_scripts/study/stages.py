@@ -10,4 +10,4 @@ the report finds those declarations through this list and never imports a stage 
 from __future__ import annotations
 
 STAGES: tuple[str, ...] = ("data", "models", "finetune", "attention", "surface", "syntax", "finetune_effects",
-                           "report", "explorer")
+                           "ablation", "report", "explorer")

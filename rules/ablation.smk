@@ -1,0 +1,144 @@
+# Causal head checks (docs/ablation.md): heads disabled through transformers' attention-function
+# interface. Which runs and models are ablated is the study model's (STUDY.disabling_runs,
+# STUDY.found_heads_models; workflow_scripts/study/ablation_plan.py).
+from workflow_scripts.study.ablation_plan import disabling_part, found_heads_inputs, found_heads_part, found_heads_runs
+
+ABLATION = STUDY.config["ablation"]
+ABLATION_FIGURES = f"{STUDY.results}/figures/ablation"
+
+
+# Each head of a fine-tuned run's final checkpoint disabled alone, in each mode: the change in the task's dev metric.
+rule head_disabling:
+    input:
+        checkpoint=STUDY.paths.checkpoint_manifest("{model}", "{task}.seed{seed}.final"),
+        dev=lambda wc: STUDY.paths.data_table(wc.task, STUDY.dev_split(wc.task)),
+    output:
+        disabling_part(STUDY, "{model}", "{task}", "{seed}"),
+    log:
+        f"{STUDY.results}/logs/ablation/{{model}}_{{task}}.seed{{seed}}_disabling.log",
+    wildcard_constraints:
+        seed=r"\d+",
+    conda:
+        "../envs/models.yaml"
+    threads: ABLATION["threads"]
+    resources:
+        mem_mb=ABLATION["mem_mb"],
+        runtime=ABLATION["runtime"],
+        gpu=1 if ABLATION["device"] == "cuda" else 0,
+    params:
+        task=lambda wc: STUDY.task_spec(wc.task).params(),
+        settings=lambda wc: STUDY.finetune_settings(wc.task, wc.model),
+        modes=ABLATION["modes"],
+        max_examples=ABLATION["max_examples"],
+        batch_size=ABLATION["batch_size"],
+        device=ABLATION["device"],
+        offline=STUDY.offline,
+        mirror=STUDY.mirror,
+    script:
+        "scripts/entry.py"
+
+
+rule head_disabling_table:
+    input:
+        [disabling_part(STUDY, m, t, s) for m, t, s in STUDY.disabling_runs],
+    output:
+        report(
+            STUDY.paths.table("head_disabling"),
+            caption="../report/ablation_head_disabling.rst",
+            category="Causal head checks",
+        ),
+    log:
+        f"{STUDY.results}/logs/ablation/head_disabling_table.log",
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    script:
+        "scripts/entry.py"
+
+
+rule head_disabling_figure:
+    input:
+        table=STUDY.paths.table("head_disabling"),
+    output:
+        png=report(
+            f"{ABLATION_FIGURES}/head_disabling_{{model}}.png",
+            caption="../report/ablation_head_disabling_figure.rst",
+            category="Causal head checks",
+        ),
+        pdf=f"{ABLATION_FIGURES}/head_disabling_{{model}}.pdf",
+    log:
+        f"{STUDY.results}/logs/ablation/head_disabling_figure_{{model}}.log",
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    script:
+        "scripts/entry.py"
+
+
+# The best head of each dependency relation and the best coreference head (pretrained), and a random head of
+# the same layer, ablated: the change in the ablated tasks' dev metrics and in the attention-only probe's UAS.
+rule found_heads:
+    input:
+        unpack(lambda wc: found_heads_inputs(STUDY, wc.model)),
+    output:
+        found_heads_part(STUDY, "{model}"),
+    log:
+        f"{STUDY.results}/logs/ablation/{{model}}_found_heads.log",
+    conda:
+        "../envs/models.yaml"
+    threads: ABLATION["threads"]
+    resources:
+        # It trains the attention-only probe as rule probe_attention does, with all training features in memory.
+        mem_mb=max(ABLATION["mem_mb"], 6000),
+        runtime=ABLATION["runtime"],
+        gpu=1 if ABLATION["device"] == "cuda" else 0,
+    params:
+        tasks=lambda wc: [STUDY.task_spec(t).params() for t, _ in found_heads_runs(STUDY, wc.model)],
+        settings=lambda wc: [STUDY.finetune_settings(t, wc.model) for t, _ in found_heads_runs(STUDY, wc.model)],
+        treebank=STUDY.syntax_treebank,
+        relations=STUDY.config["syntax"]["relations"],
+        select_split=STUDY.config["syntax"]["select_split"],
+        score_split=STUDY.config["syntax"]["score_split"],
+        modes=ABLATION["modes"],
+        max_examples=ABLATION["max_examples"],
+        batch_size=ABLATION["batch_size"],
+        device=ABLATION["device"],
+        random_seed=ABLATION["random_seed"],
+        probe={
+            "epochs": STUDY.config["syntax"]["probe_epochs"],
+            "lr": STUDY.config["syntax"]["probe_lr"],
+            "seed": STUDY.config["syntax"]["probe_seed"],
+            "batch_sentences": STUDY.config["syntax"]["probe_batch_sentences"],
+            "exclude_punct": STUDY.config["syntax"]["exclude_punct"],
+        },
+        offline=STUDY.offline,
+        mirror=STUDY.mirror,
+    script:
+        "scripts/entry.py"
+
+
+rule found_heads_table:
+    input:
+        [found_heads_part(STUDY, m) for m in STUDY.found_heads_models],
+    output:
+        report(
+            STUDY.paths.table("found_heads"),
+            caption="../report/ablation_found_heads.rst",
+            category="Causal head checks",
+        ),
+    log:
+        f"{STUDY.results}/logs/ablation/found_heads_table.log",
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    script:
+        "scripts/entry.py"

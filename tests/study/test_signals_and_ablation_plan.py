@@ -1,0 +1,94 @@
+"""The study model's signal subjects (attention.signals, docs/signals.md) and causal head checks (docs/ablation.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from support.study_configs import MODEL, one_model, study_of
+from workflow_scripts.core.errors import ConfigError
+from workflow_scripts.core.subjects import base_model, split_subject, subject_name
+from workflow_scripts.study.ablation_plan import found_heads_inputs
+
+SIGNALS = {"attention": {"signals": ["attention", "norm", "rollout"]}}
+
+
+def _of(subject, keys):
+    """The keys of one subject, without the subject."""
+    return {tuple(rest) for m, *rest in keys if m == subject}
+
+
+def test_subject_names_round_trip():
+    assert subject_name(MODEL, "attention") == MODEL
+    assert subject_name(MODEL, "norm") == f"{MODEL}@norm"
+    assert split_subject(f"{MODEL}@rollout") == (MODEL, "rollout")
+    assert split_subject(MODEL) == (MODEL, "attention")
+    assert base_model(f"{MODEL}@norm") == MODEL
+
+
+def test_each_signal_is_a_subject_with_its_own_dumps_and_analyses_but_the_models_checkpoints():
+    plain = study_of(one_model(tasks=["cola"]))
+    study = study_of({**one_model(tasks=["cola"]), **SIGNALS})
+    assert study.subjects == [MODEL, f"{MODEL}@norm", f"{MODEL}@rollout"]
+    # Three times the dumps, one set per signal, and nothing else of the model's is repeated.
+    assert len(study.dumps) == 3 * len(plain.dumps)
+    assert {(m, c, corpus, s) for m, c, corpus, s in study.dumps if m == f"{MODEL}@norm"} == {
+        (f"{MODEL}@norm", c, corpus, s) for _, c, corpus, s in plain.dumps}
+    assert study.finetune_runs == plain.finetune_runs
+    assert study.paths.checkpoint_manifest(f"{MODEL}@norm", "pretrained") == (
+        f"R/checkpoints/{MODEL}/pretrained/checkpoint.json")
+    assert study.paths.token_table(f"{MODEL}@rollout", "ewt", "dev") == f"R/tokens/{MODEL}/ewt/dev.parquet"
+    assert study.paths.dump_manifest(f"{MODEL}@norm", "pretrained", "ewt", "dev") == (
+        f"R/attention/{MODEL}@norm/pretrained/ewt/dev/manifest.json")
+    # Every analysis runs on every signal ...
+    for subject in study.subjects:
+        assert _of(subject, study.surface_pairs) == {(c,) for _, c in plain.surface_pairs}
+        assert _of(subject, study.syntax_targets) == {(c, t) for _, c, t in plain.syntax_targets}
+        assert _of(subject, study.effects_targets) == {(c, t) for _, c, t in plain.effects_targets}
+        assert f"R/figures/summary/{subject}.png" in study.outputs()
+    # ... the fine-tuned checkpoints a signal subject analyses are its model's ...
+    assert study.effects_checkpoints(f"{MODEL}@norm", "cola") == study.effects_checkpoints(MODEL, "cola")
+    # ... except the gradient with respect to the attention weights, a property of the weights alone.
+    assert study.gradient_pairs == plain.gradient_pairs == plain.surface_pairs
+    assert study.report_context()["models"] == study.subjects
+    # The model's card, explorer page and ablations stay the model's.
+    assert study.disabling_runs == plain.disabling_runs
+    assert study.stage_outputs["explorer"] == plain.stage_outputs["explorer"]
+
+
+def test_without_the_attention_signal_there_is_no_gradient_analysis():
+    study = study_of({**one_model(tasks=["cola"]), "attention": {"signals": ["norm"]}})
+    assert study.subjects == [f"{MODEL}@norm"]
+    assert study.gradient_pairs == [] and study.surface_pairs
+    assert "R/tables/sep_gradient.csv" not in study.outputs()
+    assert "R/tables/surface_heads.csv" in study.outputs()
+
+
+def test_a_model_name_with_the_signal_separator_is_refused():
+    with pytest.raises(ConfigError, match="model name"):
+        study_of({"study": {"models": ["x@norm"]}, "models": {"x@norm": {"hub": "owner/x"}}})
+
+
+def test_every_fine_tuned_task_is_ablated_by_default():
+    study = study_of(one_model(tasks=["cola", "rte"]))
+    assert study.disabling_runs == study.finetune_runs
+    assert "R/tables/head_disabling.csv" in study.outputs()
+    assert f"R/figures/ablation/head_disabling_{MODEL}.png" in study.outputs()
+    assert study.found_heads_models == [MODEL] and "R/tables/found_heads.csv" in study.outputs()
+
+
+def test_ablation_tasks_choose_the_runs_and_must_be_fine_tuned():
+    study = study_of({**one_model(tasks=["cola", "rte"]), "ablation": {"tasks": ["rte"]}})
+    assert {t for _, t, _ in study.disabling_runs} == {"rte"}
+    inputs = found_heads_inputs(study, MODEL)
+    seeds = study.config["finetune"]["seeds"]
+    assert inputs["finetuned"] == [f"R/checkpoints/{MODEL}/rte.seed{s}.final/checkpoint.json" for s in seeds]
+    assert inputs["dev"] == ["R/data/rte/dev.parquet"] * len(seeds)
+    assert inputs["dependency_best"] == "R/tables/dependency_best.csv"
+    with pytest.raises(ConfigError, match=r"'ablation.tasks': 'wic' is not a task this study fine-tunes"):
+        study_of({**one_model(tasks=["cola"]), "ablation": {"tasks": ["wic"]}})
+
+
+def test_no_ablation_without_tasks_or_found_heads():
+    study = study_of({**one_model(tasks=["cola"]), "ablation": {"tasks": [], "found_heads": False}})
+    assert study.disabling_runs == [] and study.found_heads_models == []
+    assert study.stage_outputs["ablation"] == []

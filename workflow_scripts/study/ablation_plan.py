@@ -1,0 +1,92 @@
+"""The study model's section of the causal head checks (stage ``ablation``, docs/ablation.md).
+
+Two analyses, on the study's models (never a signal subject: ablation acts on the model, not on a reading
+of its attention):
+
+- head disabling: every fine-tuned run of ``ablation.tasks`` (all fine-tuned tasks when null) has its final
+  checkpoint scored on its task's dev examples with each head disabled alone (``disabling_runs``);
+- found heads: with ``ablation.found_heads``, each model whose pretrained checkpoint has syntax analyses on
+  the syntax treebank gets its best dependency and coreference heads ablated, against a random head of the
+  same layer, in the ablated tasks' final checkpoints and in the attention-only probe (``found_heads_models``).
+
+Kept beside model.py (which calls :func:`plan_ablation` after the syntax and fine-tuning sections) so that
+model.py stays one screenful per stage.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import ConfigError
+from ..finetune.tasks import checkpoint_name
+
+if TYPE_CHECKING:
+    from .model import Study
+
+STAGE = "ablation"
+PRETRAINED = "pretrained"
+
+
+def ablation_tasks(study: Study) -> list[str]:
+    """The fine-tuned tasks whose final checkpoints are ablated (``ablation.tasks``; null = every one)."""
+    requested = study.config[STAGE]["tasks"]
+    if requested is None:
+        return list(study.finetune_tasks)
+    for task in requested:
+        if task not in study.finetune_tasks:
+            raise ConfigError(f"config key 'ablation.tasks': {task!r} is not a task this study fine-tunes "
+                              f"({', '.join(study.finetune_tasks) or 'none'}); remove it, or fine-tune it "
+                              "('study.tasks', 'finetune.tasks')")
+    return [task for task in study.finetune_tasks if task in requested]
+
+
+def plan_ablation(study: Study) -> None:
+    """Set ``study.disabling_runs``, ``study.found_heads_models`` and the stage's outputs."""
+    tasks = ablation_tasks(study)
+    study.disabling_runs = [(m, t, s) for m, t, s in study.finetune_runs if t in tasks]
+    treebank = study.syntax_treebank
+    study.found_heads_models = ([m for m in study.models if (m, PRETRAINED, treebank) in study.syntax_targets]
+                                if study.config[STAGE]["found_heads"] else [])
+    outputs = []
+    if study.disabling_runs:
+        outputs.append(study.paths.table("head_disabling"))
+        disabled = sorted({m for m, _, _ in study.disabling_runs}, key=study.models.index)
+        outputs += study.paths.figures(STAGE, [f"head_disabling_{model}" for model in disabled])
+    if study.found_heads_models:
+        outputs.append(study.paths.table("found_heads"))
+    study.stage_outputs[STAGE] = outputs
+
+
+def disabling_part(study: Study, model: str, task: str, seed: int | str) -> str:
+    return study.paths.analysis(STAGE, model, f"{task}.seed{seed}", "disabling.csv")
+
+
+def found_heads_part(study: Study, model: str) -> str:
+    return study.paths.analysis(STAGE, model, "found_heads.csv")
+
+
+def found_heads_runs(study: Study, model: str) -> list[tuple[str, int]]:
+    """(task, seed) of the model's ablated fine-tuned runs, in the study's order."""
+    return [(t, s) for m, t, s in study.disabling_runs if m == model]
+
+
+def found_heads_inputs(study: Study, model: str) -> dict[str, Any]:
+    """The found-heads job's inputs: the syntax tables, the checkpoints, the dev tables and the probe's data."""
+    syntax = study.config["syntax"]
+    treebank, select, score = study.syntax_treebank, syntax["select_split"], syntax["score_split"]
+    features = study.paths.analysis("syntax", model, PRETRAINED, "probe_features")
+    runs = found_heads_runs(study, model)
+    inputs: dict[str, Any] = {
+        "dependency_best": study.paths.table("dependency_best"),
+        "pretrained": study.paths.checkpoint_manifest(model, PRETRAINED),
+        "finetuned": [study.paths.checkpoint_manifest(model, checkpoint_name(t, s, "final")) for t, s in runs],
+        "dev": [study.paths.data_table(t, study.dev_split(t)) for t, _ in runs],
+        "train_maps": f"{features}/{treebank}_{select}.maps.npy",
+        "train_index": f"{features}/{treebank}_{select}.index.npz",
+        "train_annotation": study.paths.annotation(treebank, select),
+        "test_tokens": study.paths.token_table(model, treebank, score),
+        "test_annotation": study.paths.annotation(treebank, score),
+    }
+    if study.coref_pairs:
+        inputs["coref_best"] = study.paths.table("coref_best")
+    return inputs
