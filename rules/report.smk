@@ -63,3 +63,54 @@ rule summary_figure:
         context=STUDY.report_context(),
     script:
         "scripts/entry.py"
+
+
+# With more than one signal (attention.signals): the pretrained model's attention to special tokens per layer
+# and its best head per relation under each signal, side by side (docs/signals.md).
+rule signal_comparison:
+    input:
+        **STUDY.signal_comparison_inputs,
+    output:
+        report(
+            STUDY.paths.table("signal_comparison"),
+            caption="../report/report_signal_comparison.rst",
+            category=REPORT_CATEGORY,
+        ),
+    log:
+        f"{STUDY.results}/logs/report/signal_comparison.log",
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        models=STUDY.models,
+        signals=STUDY.config["attention"]["signals"],
+        treebank=STUDY.syntax_treebank,
+        select_split=STUDY.config["syntax"]["select_split"],
+        score_split=STUDY.config["syntax"]["score_split"],
+    script:
+        "scripts/entry.py"
+
+
+rule signal_comparison_figure:
+    input:
+        table=STUDY.paths.table("signal_comparison"),
+    output:
+        png=report(
+            f"{STUDY.results}/figures/signals/{{model}}.png",
+            caption="../report/report_signal_comparison_figure.rst",
+            category=REPORT_CATEGORY,
+        ),
+        pdf=f"{STUDY.results}/figures/signals/{{model}}.pdf",
+    log:
+        f"{STUDY.results}/logs/report/signal_comparison_figure_{{model}}.log",
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    script:
+        "scripts/entry.py"

@@ -65,6 +65,8 @@ def test_full_tiny_study_builds(built):
         assert set(pd.read_csv(results / "tables" / f"{table}.csv")["model"]) == {"tiny", "tiny@norm"}, table
     assert set(pd.read_csv(results / "tables" / "sep_gradient.csv")["model"]) == {"tiny"}
     assert (results / "figures" / "summary" / "tiny@norm.png").stat().st_size > 0
+    compared = pd.read_csv(results / "tables" / "signal_comparison.csv")
+    assert set(compared["signal"]) == {"attention", "norm"} and (results / "figures/signals/tiny.png").exists()
     # Causal head checks: each head of the fine-tuned CoLA model disabled alone, and the found heads.
     card = pd.read_csv(results / "tables" / "models.csv").iloc[0]
     disabling = pd.read_csv(results / "tables" / "head_disabling.csv")

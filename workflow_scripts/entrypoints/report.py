@@ -43,3 +43,19 @@ def summary_figure(smk: Any) -> None:
     p = smk.params
     run(smk.wildcards.model, _tables(smk), _paper_values(smk), smk.output.png, smk.output.pdf,
         context=StudyContext.from_mapping(p.context), absent=p.absent)
+
+
+@entry_point("signal_comparison")
+def signal_comparison(smk: Any) -> None:
+    from ..report.signals import signal_comparison as run
+
+    run(smk.input.get("surface_heads"), smk.input.get("dependency_best"), smk.output[0], models=smk.params.models,
+        signals=smk.params.signals, treebank=smk.params.treebank, select_split=smk.params.select_split,
+        score_split=smk.params.score_split)
+
+
+@entry_point("signal_comparison_figure")
+def signal_comparison_figure(smk: Any) -> None:
+    from ..report.signals import draw_signal_comparison
+
+    draw_signal_comparison(smk.input.table, smk.output.png, smk.output.pdf, model=smk.wildcards.model)

@@ -28,6 +28,7 @@ from .config import selected_corpora, selected_splits
 from .explorer_plan import plan_explorer
 from .path_names import path_name_problems
 from .paths import ResultPaths
+from .report_plan import plan_report
 from .stages import STAGES
 
 SURFACE_TABLES = ("surface_heads", "sep_gradient", "head_clusters", "attention_distance")
@@ -69,6 +70,7 @@ class Study:
     # report
     report_tables: dict[str, str] = field(default_factory=dict)   # table name -> path
     report_absent: dict[str, str] = field(default_factory=dict)   # table name -> why the study has none
+    signal_comparison_inputs: dict[str, str] = field(default_factory=dict)  # (workflow_scripts/study/report_plan.py)
     # explorer (workflow_scripts/study/explorer_plan.py)
     explorer: Any = None
     stage_outputs: dict[str, list[str]] = field(default_factory=dict)
@@ -253,7 +255,7 @@ def build_study(config: Mapping[str, Any]) -> Study:
             raise ConfigError(f"corpus {corpus!r}: no split is available offline in the mirror {config['mirror']}")
     study = Study(config=config, paths=ResultPaths(config["results"]), corpora=corpora, splits=splits)
     for plan in (_plan_data, _plan_models, _plan_finetune, _plan_attention, _plan_surface, _plan_syntax,
-                 _plan_finetune_effects, plan_ablation, _plan_report, plan_explorer):
+                 _plan_finetune_effects, plan_ablation, plan_report, plan_explorer):
         plan(study)
     return study
 
@@ -365,35 +367,3 @@ def _plan_finetune_effects(study: Study) -> None:
     study.stage_outputs["finetune_effects"] = ([study.paths.table(name) for name in EFFECTS_TABLES]
                                                + study.paths.figures("finetune_effects", EFFECTS_FIGURES)
                                                if study.effects_tasks else [])
-
-
-def _plan_report(study: Study) -> None:
-    """Which tables the report reads exist in this study, and why the others do not."""
-    from ..report.registry import report_tables
-
-    syntax, surface = study.config["syntax"], study.config["surface"]
-    no_syntax = (f"the study dumps no {' and '.join(study.syntax_splits)} attention of a treebank of "
-                 "syntax.treebanks (study.treebanks, attention.corpora)")
-    no_effects = "the study analyses no task's dev inputs (study.tasks, finetune_effects.tasks)"
-    # A table exists when a stage planned it as an output; these say why it does not.
-    reasons = {
-        "surface_heads": f"the study dumps no {surface['corpus']}/{surface['split']} attention "
-                         "(study.wiki, attention.corpora, surface.corpus)",
-        "dependency_best": no_syntax,
-        "probes": no_syntax,
-        "coref_best": f"the study scores no {syntax['coref_treebank']} {syntax['coref_split']} coreference "
-                      "(study.treebanks, data.coreference_treebanks, syntax.coref_treebank, attention.corpora)",
-        "finetune_metrics": "the study fine-tunes no model (study.tasks, finetune.tasks;"
-                            " offline: only tasks whose train split the mirror holds)",
-        **{name: no_effects
-           for name in ("pattern_classes", "pattern_classifier", "lexical_top_layers", "lexical_last_layer")},
-    }
-    planned = set(study.outputs())
-    for name in report_tables(STAGES):
-        path = study.paths.table(name)
-        if path in planned:
-            study.report_tables[name] = path
-        else:
-            study.report_absent[name] = reasons.get(name, f"the study does not produce {name}.csv")
-    study.stage_outputs["report"] = [study.paths.table("paper_comparison")] + [
-        study.paths.figure("summary", subject, ext) for subject in study.subjects for ext in ("png", "pdf")]

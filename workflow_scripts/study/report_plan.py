@@ -1,0 +1,60 @@
+"""The study model's section of the report (stage ``report``): which tables the report reads and why the others
+are absent, the summary pages (one per subject) and, with more than one signal, the signals side by side.
+
+Kept beside model.py, which calls :func:`plan_report` after every analysis stage (it reads what they planned).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..report.registry import report_tables
+from .stages import STAGES
+
+if TYPE_CHECKING:
+    from .model import Study
+
+
+def plan_report(study: Study) -> None:
+    """Which tables the report reads exist in this study, and why the others do not."""
+    syntax, surface = study.config["syntax"], study.config["surface"]
+    no_syntax = (f"the study dumps no {' and '.join(study.syntax_splits)} attention of a treebank of "
+                 "syntax.treebanks (study.treebanks, attention.corpora)")
+    no_effects = "the study analyses no task's dev inputs (study.tasks, finetune_effects.tasks)"
+    # A table exists when a stage planned it as an output; these say why it does not.
+    reasons = {
+        "surface_heads": f"the study dumps no {surface['corpus']}/{surface['split']} attention "
+                         "(study.wiki, attention.corpora, surface.corpus)",
+        "dependency_best": no_syntax,
+        "probes": no_syntax,
+        "coref_best": f"the study scores no {syntax['coref_treebank']} {syntax['coref_split']} coreference "
+                      "(study.treebanks, data.coreference_treebanks, syntax.coref_treebank, attention.corpora)",
+        "finetune_metrics": "the study fine-tunes no model (study.tasks, finetune.tasks;"
+                            " offline: only tasks whose train split the mirror holds)",
+        **{name: no_effects
+           for name in ("pattern_classes", "pattern_classifier", "lexical_top_layers", "lexical_last_layer")},
+    }
+    planned = set(study.outputs())
+    for name in report_tables(STAGES):
+        path = study.paths.table(name)
+        if path in planned:
+            study.report_tables[name] = path
+        else:
+            study.report_absent[name] = reasons.get(name, f"the study does not produce {name}.csv")
+    study.stage_outputs["report"] = [study.paths.table("paper_comparison")] + [
+        study.paths.figure("summary", subject, ext) for subject in study.subjects for ext in ("png", "pdf")]
+    plan_signal_comparison(study)
+
+
+def plan_signal_comparison(study: Study) -> None:
+    """With more than one signal, the signals side by side: a table from the surface and dependency tables the
+    study has, and one figure per model (workflow_scripts/report/signals.py)."""
+    if len(study.config["attention"]["signals"]) < 2:
+        return
+    inputs = {name: study.report_tables[name] for name in ("surface_heads", "dependency_best")
+              if name in study.report_tables}
+    if not inputs:
+        return
+    study.signal_comparison_inputs = inputs
+    study.stage_outputs["report"] += [study.paths.table("signal_comparison")] + [
+        study.paths.figure("signals", model, ext) for model in study.models for ext in ("png", "pdf")]
