@@ -88,7 +88,8 @@ def draw_signal_comparison(table: str | Path, png: str | Path, pdf: str | Path, 
     shares_ax.set(xlabel="layer", ylabel="mean share over the layer's heads",
                   title="Attention to [CLS], [SEP] and punctuation per signal")
     if len(shares):
-        shares_ax.legend(fontsize=7, ncol=len(signals))
+        # Below the panel: the lines fill the axes.
+        shares_ax.legend(fontsize=7, ncol=len(signals), loc="upper center", bbox_to_anchor=(0.5, -0.14), handlelength=4)
     best = frame[frame["measure"] == "best_head_accuracy"]
     relations = list(dict.fromkeys(best["relation"].astype(str)))
     width = 0.8 / max(len(signals), 1)
