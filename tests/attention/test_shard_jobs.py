@@ -90,20 +90,25 @@ def test_the_gather_refuses_a_shard_its_record_does_not_describe(tmp_path, tiny_
         gather_manifest(out, 3)
 
 
-def test_dumps_written_with_one_id_for_every_shard_are_still_read_and_checked(tmp_path, tiny_bert):
-    """Before shard jobs a dump carried one atlas.dump_id in every shard and at the top of its manifest."""
-    _, _, out, summary, _ = _dump(tmp_path, tiny_bert, pairs=False)
-    old_id = "0" * 32
+def _as_written_before_shard_jobs(dump, summary, old_id, compression):
+    """Rewrite a dump as extraction wrote it before shard jobs: one atlas.dump_id in every shard's footer and at
+    the top of the manifest, no run ids."""
     for shard in summary["shards"]:
-        path = out / shard["file"]
+        path = dump / shard["file"]
         table = pq.read_table(path)
         metadata = {k: v for k, v in table.schema.metadata.items() if k != b"atlas.run_id"}
         pq.write_table(table.replace_schema_metadata({**metadata, b"atlas.dump_id": old_id.encode()}), path,
-                       compression="lz4", write_page_checksum=True)
+                       compression=compression, write_page_checksum=True)
         shard["bytes"] = path.stat().st_size
         del shard["run_id"]
     summary["dump_id"] = old_id
-    (out / "manifest.json").write_text(json.dumps(summary))
+    (dump / "manifest.json").write_text(json.dumps(summary))
+
+
+def test_dumps_written_with_one_id_for_every_shard_are_still_read_and_checked(tmp_path, tiny_bert):
+    """Before shard jobs a dump carried one atlas.dump_id in every shard and at the top of its manifest."""
+    _, _, out, summary, _ = _dump(tmp_path, tiny_bert, pairs=False)
+    _as_written_before_shard_jobs(out, summary, "0" * 32, "lz4")
     assert len(list(AttentionDump(out, remove_corrupt=False).iter_examples())) == len(SENTENCES)
     summary["dump_id"] = "1" * 32  # another dump's shards
     (out / "manifest.json").write_text(json.dumps(summary))
@@ -121,18 +126,9 @@ def test_a_dump_made_before_shard_jobs_is_adopted_without_rerunning_anything(tmp
     made.rename(dump)
     expected = {example.example_id: example.attention for example in AttentionDump(dump).iter_examples()}
     old_id = "0" * 32
-    for shard in summary["shards"]:  # the layout of a dump made before shard jobs
-        path = dump / shard["file"]
-        table = pq.read_table(path)
-        metadata = {k: v for k, v in table.schema.metadata.items() if k != b"atlas.run_id"}
-        pq.write_table(table.replace_schema_metadata({**metadata, b"atlas.dump_id": old_id.encode()}), path,
-                       compression="zstd", write_page_checksum=True)
-        shard["bytes"] = path.stat().st_size
-        del shard["run_id"]
-    for key in ("compression", "implementation", "timings"):
+    for key in ("compression", "implementation", "timings"):  # not in a manifest made before shard jobs
         del summary[key]
-    summary["dump_id"] = old_id
-    (dump / "manifest.json").write_text(json.dumps(summary))
+    _as_written_before_shard_jobs(dump, summary, old_id, "zstd")
     for record in (dump / RECORD_DIR).iterdir():
         record.unlink()
 
