@@ -14,7 +14,7 @@ from support.resolved_config import resolve
 from workflow_scripts.core.io import write_table
 from workflow_scripts.study.model import build_study
 from workflow_scripts.study.plan import format_plan, forward_passes, make_plan, resolve_config, rule_stages, stage_of
-from workflow_scripts.study.plan_sizes import BYTES_PER_VALUE, model_shape, size_dump
+from workflow_scripts.study.plan_sizes import BYTES_PER_VALUE, model_shape, size_dump, split_size
 from workflow_scripts.study.stages import STAGES
 
 
@@ -87,6 +87,16 @@ def test_caps_apply_to_dumps_and_fine_tuning(tiny):
     assert passes["gradient"] == 0  # the tiny model has no masked-LM head, the random control never has one
     shapes["tiny"].mlm_head = True
     assert forward_passes(study, [dev, wiki], shapes)["gradient"] == 4  # the 4 wiki segments, pretrained only
+    # Head disabling of the CoLA run: its 6 dev examples (ablation.max_examples 8 in the tiny study) scored
+    # once plainly and once per head (2 x 2) in mode zero.
+    assert study.disabling_runs == [("tiny", "cola", 42)] and study.config["ablation"]["max_examples"] == 8
+    assert passes["ablation_disabling"] == 6 * (1 + 2 * 2)
+    # The found heads: at most a found and a random head per relation and for coreference, each over the
+    # score split (the probe) and the CoLA dev examples, plus one plain pass of each.
+    heads = 2 * (len(study.config["syntax"]["relations"]) + 1)
+    _rows(results / "data" / "ewt" / "dev.parquet", list(range(3)))
+    found = forward_passes(study, [dev, wiki], shapes)["ablation_found_heads_at_most"]
+    assert split_size(study, "ewt", "dev")[0] == 3 and found == (3 + 6) * (1 + heads)
 
 
 @pytest.fixture(scope="module")

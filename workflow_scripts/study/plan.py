@@ -137,9 +137,9 @@ def jobs_per_stage(jobs: list[Job]) -> dict[str, int]:
 
 
 def forward_passes(study: Study, dumps: list[DumpSize], shapes: dict[str, ModelShape]) -> dict[str, Any]:
-    """Examples passed through the study's models: extraction, fine-tuning (training and dev scoring) and
-    the separator gradient, the only jobs that run a study model (probes and the pattern CNN train on
-    stored maps, annotation runs its own tagger)."""
+    """Examples passed through the study's models: extraction, fine-tuning (training and dev scoring), the
+    separator gradient and the causal head checks, the only jobs that run a study model (probes and the
+    pattern CNN train on stored maps, annotation runs its own tagger)."""
     unknown: list[str] = [f"{d.corpus}/{d.split}" for d in dumps if d.examples is None]
     train = dev = 0
     for model, task, _seed in study.finetune_runs:
@@ -164,8 +164,38 @@ def forward_passes(study: Study, dumps: list[DumpSize], shapes: dict[str, ModelS
         n = next((d.examples for d in dumps if (d.model, d.corpus, d.split) == (model, corpus, split)), None)
         n = n if n is not None else (split_size(study, corpus, split)[0] or 0)
         gradient += min(n, surface["gradient_examples"] or n)
+    disabling, found = ablation_passes(study, shapes, unknown)
     return {"extraction": sum(d.examples or 0 for d in dumps), "finetune_train": train, "finetune_dev": dev,
-            "gradient": gradient, "gradient_is_bound": bound, "unknown": sorted(set(unknown))}
+            "gradient": gradient, "gradient_is_bound": bound, "ablation_disabling": disabling,
+            "ablation_found_heads_at_most": found, "unknown": sorted(set(unknown))}
+
+
+def ablation_passes(study: Study, shapes: dict[str, ModelShape], unknown: list[str]) -> tuple[int, int]:
+    """Examples the causal head checks pass through fine-tuned and pretrained models (docs/ablation.md):
+    head disabling scores each run's first dev examples once plainly and once per head and mode; the
+    found heads (at most two per relation of syntax.relations, and two for coreference) are each ablated per
+    mode over the score split (the probe) and the ablated tasks' dev examples. Unknown sizes go to ``unknown``."""
+    ablation, syntax = study.config["ablation"], study.config["syntax"]
+    modes = len(ablation["modes"])
+    disabling = found = 0
+    for model, task, _seed in study.disabling_runs:
+        n_dev, shape = split_size(study, task, study.dev_split(task))[0], shapes[model].layers_heads
+        if n_dev is None or shape is None:
+            unknown.append(f"ablation of {task}")
+            continue
+        capped = min(n_dev, study.finetune_settings(task, model)["max_dev_examples"] or n_dev, ablation["max_examples"])
+        disabling += capped * (1 + shape[0] * shape[1] * modes)
+    heads = 2 * (len(syntax["relations"]) + (1 if study.coref_pairs else 0))
+    for model in study.found_heads_models:
+        n_score = split_size(study, study.syntax_treebank, syntax["score_split"])[0]
+        if n_score is None:
+            unknown.append(f"found heads on {study.syntax_treebank}/{syntax['score_split']}")
+            continue
+        found += n_score * (1 + heads * modes)
+        for task, _seed in [(t, s) for m, t, s in study.disabling_runs if m == model]:
+            n_dev = split_size(study, task, study.dev_split(task))[0] or 0
+            found += min(n_dev, ablation["max_examples"]) * (1 + heads * modes)
+    return disabling, found
 
 
 def make_plan(configfiles: list[str], cli: list[str], *, network: bool = True) -> dict[str, Any]:
@@ -249,6 +279,10 @@ def format_plan(plan: dict[str, Any], *, per_dump: bool = False) -> str:
               f"               {passes['finetune_dev']:>13,}  dev examples scored at each saved step and the end",
               f"  gradient     {passes['gradient']:>13,}  {'at most: ' if passes['gradient_is_bound'] else ''}"
               "separator-gradient examples (forward + backward; none without a masked-LM head)",
+              f"  ablation     {passes['ablation_disabling']:>13,}  dev examples of head disabling (once plainly, once "
+              "per head and mode)",
+              f"               {passes['ablation_found_heads_at_most']:>13,}  at most: found-heads examples (score "
+              "split and ablated tasks' dev, per found or random head and mode)",
               "  probes and the pattern CNN train on stored maps; annotation runs its own tagger"]
     if passes["unknown"]:
         lines.append(f"  not counted (unknown size): {', '.join(passes['unknown'])}")
