@@ -17,7 +17,7 @@ from support.tiny_dumps import tiny_dump as _dump
 from support.tiny_dumps import whitespace_annotation as _whitespace_annotation
 from support.tiny_models import write_manifest
 from workflow_scripts.attention.annotate import build_annotation
-from workflow_scripts.attention.extract import extract_attention, forward_attentions, length_batches
+from workflow_scripts.attention.extract import extract_attention, length_batches
 from workflow_scripts.attention.reader import AttentionDump, CorruptShardError
 from workflow_scripts.attention.shards import (
     RECORD_DIR,
@@ -25,6 +25,7 @@ from workflow_scripts.attention.shards import (
     shard_bounds,
     shard_names,
 )
+from workflow_scripts.attention.signals import forward_attentions
 from workflow_scripts.attention.texts import TEXT
 from workflow_scripts.attention.tokens import build_token_table, token_words
 from workflow_scripts.core.errors import AtlasError

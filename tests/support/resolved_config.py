@@ -13,37 +13,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from snakemake.cli import parse_config
-from snakemake.common.configfile import load_configfile
-from snakemake.utils import update_config, validate
+from snakemake.utils import update_config
 
-from support.paths import REPO, SCHEMA_PATH
-from workflow_scripts.study.config import check_schema, check_semantics, coerce_config, load_schema
+from workflow_scripts.study.config import resolve_config
 
 
 def resolve(*configfiles: Path, cli: tuple[str, ...] = (), semantics: bool = True) -> dict[str, Any]:
-    """The config as the workflow resolves it (Snakemake 9, then rules/common.smk), as plain data.
-
-    Snakemake merges the --configfile files (a profile's ``configfile`` list) in order and then the
-    --config values into one overwrite config, key by key (snakemake.utils.update_config: a nested
-    map is merged, anything else replaced); the Snakefile's ``configfile: config.yaml`` is merged
-    into it and the overwrite config again on top. rules/common.smk then reads --config text as the
-    schema's types, checks the schema, lets Snakemake's validate() fill in the schema's defaults and
-    runs the semantic checks.
-    """
-    overwrite: dict[str, Any] = {}
-    for path in configfiles:
-        update_config(overwrite, load_configfile(str(path)))
-    update_config(overwrite, parse_config(list(cli)))
-    config = copy.deepcopy(overwrite)
-    update_config(config, load_configfile(str(REPO / "config.yaml")))
-    update_config(config, overwrite)
-    schema = load_schema(SCHEMA_PATH)
-    coerce_config(config, schema)
-    check_schema(config, schema)
-    validate(config, str(SCHEMA_PATH))
-    if semantics:
-        check_semantics(config)
+    """The config as the workflow resolves it (Snakemake 9, then rules/common.smk), as plain data: the
+    workflow's own resolver (workflow_scripts.study.config.resolve_config), which
+    tests/study/test_defaults_resolved.py checks against Snakemake itself."""
+    config = resolve_config(configfiles, cli, semantics=semantics)
     return json.loads(json.dumps(config))  # plain data, no object shared with the schema
 
 

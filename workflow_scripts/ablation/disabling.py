@@ -23,17 +23,13 @@ import pandas as pd
 
 from ..core.errors import AtlasError
 from ..core.io import write_csv
+from ..core.labels import head_label
 from ..data.entries import TaskSpec
 from ..finetune.task_data import TaskData, load_split, subset
 from .heads import MODES, HeadAblation, load_ablatable
 from .tables import HEAD_DISABLING_COLUMNS
 
 log = logging.getLogger(__name__)
-
-def head_label(layer: int, head: int) -> str:
-    """1-based "layer-head", as core.figures.head_label writes it (kept here: no matplotlib in a model job)."""
-    return f"{int(layer) + 1}-{int(head) + 1}"
-
 
 def check_modes(modes: list[str]) -> list[str]:
     unknown = [mode for mode in modes if mode not in MODES]
@@ -46,10 +42,7 @@ def dev_examples(dev_path: str | Path, spec: TaskSpec, settings: dict[str, Any],
                  mirror: str | Path | None) -> TaskData:
     """The first ``max_examples`` of the dev examples fine-tuning scored, tokenized as it did, sorted by length."""
     frame = subset(load_split(dev_path, spec, spec.dev_split, mirror=mirror), settings.get("max_dev_examples"))
-    frame = frame.head(int(max_examples))
-    lengths = TaskData(frame, spec, tokenizer, settings, dev_path).lengths
-    order = np.argsort(lengths, kind="stable")
-    return TaskData(frame.iloc[order].reset_index(drop=True), spec, tokenizer, settings, dev_path)
+    return TaskData(frame.head(int(max_examples)), spec, tokenizer, settings, dev_path).sort_by_length()
 
 
 class TaskScorer:

@@ -27,11 +27,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..attention.extract import forward_attentions, read_examples
+from ..attention.extract import read_examples
 from ..attention.reader import ExampleMaps, to_word_level
+from ..attention.signals import forward_attentions
 from ..attention.tokens import token_words
 from ..core.errors import AtlasError, InputFormatError
 from ..core.io import read_csv, write_csv
+from ..core.labels import head_label
 from ..finetune.task_data import collate
 from ..syntax.dependency import DEP_TO_HEAD, EITHER, HEAD_TO_DEP, read_trees
 from ..syntax.probes.features import (
@@ -44,7 +46,7 @@ from ..syntax.probes.features import (
     word_has_unit,
 )
 from ..syntax.probes.training import FeatureSource, train_probe
-from .disabling import TaskScorer, check_modes, head_label
+from .disabling import TaskScorer, check_modes
 from .heads import HeadAblation, load_ablatable
 from .tables import FOUND_HEADS_COLUMNS
 

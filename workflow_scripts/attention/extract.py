@@ -32,9 +32,7 @@ import pyarrow.parquet as pq
 from ..core.errors import AtlasError
 from ..core.io import atomic_path, read_metadata, write_json
 from .shards import example_ids_digest, shard_bounds, shard_names, shard_record_path
-
-# forward_attentions (the attention signal's forward pass) stays importable from here, where it lived before signals.
-from .signals import SignalMaps, attn_implementation_for, forward_attentions  # noqa: F401
+from .signals import SignalMaps, attn_implementation_for
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,3 @@ def literal_text(text: str) -> str:
     """Corpus text as matplotlib draws it literally: '$' would otherwise start math text, and a
     malformed formula in a user's corpus (a word such as '$\\frac$') would fail the figure job."""
     return text.replace("$", r"\$")
-
-
-def head_label(layer: int, head: int) -> str:
-    """1-based "layer-head" label as the papers print it (outputs stay 0-based)."""
-    return f"{layer + 1}-{head + 1}"

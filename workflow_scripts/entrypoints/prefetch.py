@@ -16,7 +16,6 @@ offline config is then not written).
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import logging
 import sys
@@ -30,31 +29,16 @@ import yaml
 from ..core.errors import AtlasError
 from ..core.io import atomic_path
 
-REPO = Path(__file__).resolve().parents[2]
 MODEL_MANIFEST = "PREFETCH.json"
 log = logging.getLogger("prefetch")
 
 
 def resolve_config(configfiles: list[str], overrides: list[str]) -> dict[str, Any]:
     """The study config as rules/common.smk resolves it, with 'offline' false (see the module docstring)."""
-    from snakemake.cli import parse_config
-    from snakemake.common.configfile import load_configfile
-    from snakemake.utils import update_config, validate
+    from ..study.config import check_semantics
+    from ..study.config import resolve_config as resolve
 
-    from ..study.config import check_schema, check_semantics, coerce_config, load_schema
-
-    overwrite: dict[str, Any] = {}
-    for path in configfiles:
-        update_config(overwrite, load_configfile(path))
-    update_config(overwrite, parse_config(overrides))
-    config = copy.deepcopy(overwrite)
-    update_config(config, load_configfile(str(REPO / "config.yaml")))
-    update_config(config, overwrite)
-    schema_path = REPO / "schemas" / "config.schema.yaml"
-    schema = load_schema(schema_path)
-    coerce_config(config, schema)
-    check_schema(config, schema)
-    validate(config, str(schema_path))
+    config = resolve(configfiles, overrides, semantics=False)
     if config["offline"] or config["mirror"]:
         log.info("the study's 'offline' and 'mirror' are ignored: the prefetch fetches every split into --mirror")
     config.update(offline=False, mirror=None)

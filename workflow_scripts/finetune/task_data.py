@@ -198,6 +198,14 @@ class TaskData:
     def lengths(self) -> np.ndarray:
         return np.array([len(ids) for ids in self.input_ids])
 
+    def sort_by_length(self) -> TaskData:
+        """Put the examples in ascending length (stable), so that consecutive batches pad little; returns self."""
+        order = np.argsort(self.lengths, kind="stable")
+        self.input_ids = [self.input_ids[i] for i in order]
+        self.type_ids = [self.type_ids[i] for i in order]
+        self.labels = self.labels[order]
+        return self
+
     def batch(self, indices: Any, device: str, with_labels: bool = True) -> dict[str, Any]:
         import torch
 

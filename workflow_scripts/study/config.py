@@ -29,6 +29,42 @@ from .path_names import path_name_problems
 log = logging.getLogger(__name__)
 
 
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA_PATH = REPO / "schemas" / "config.schema.yaml"
+
+
+def resolve_config(configfiles: list[str | Path] | tuple[str | Path, ...], cli: list[str] | tuple[str, ...], *,
+                   semantics: bool = True) -> dict[str, Any]:
+    """The config of ``snakemake --configfile FILES --config CLI``, checked as rules/common.smk checks it.
+
+    Snakemake merges the --configfile files in order and the --config values on top into one overwrite
+    config (update_config: maps merge, anything else is replaced), merges the Snakefile's config.yaml
+    under it and the overwrite config again on top; rules/common.smk then reads --config text as the
+    schema's types, checks the schema, fills in the defaults (validate) and runs the semantic checks
+    (``semantics=False`` leaves those to the caller, e.g. the prefetch, which first sets 'offline').
+    """
+    import copy
+
+    from snakemake.cli import parse_config
+    from snakemake.common.configfile import load_configfile
+    from snakemake.utils import update_config, validate
+
+    overwrite: dict[str, Any] = {}
+    for path in configfiles:
+        update_config(overwrite, load_configfile(str(path)))
+    update_config(overwrite, parse_config(list(cli)))
+    config = copy.deepcopy(overwrite)
+    update_config(config, load_configfile(str(REPO / "config.yaml")))
+    update_config(config, overwrite)
+    schema = load_schema(SCHEMA_PATH)
+    coerce_config(config, schema)
+    check_schema(config, schema)
+    validate(config, str(SCHEMA_PATH))
+    if semantics:
+        check_semantics(config)
+    return config
+
+
 def load_schema(path: str | Path) -> dict[str, Any]:
     # The C loader, where PyYAML has it, parses the schema ten times faster: every dry run pays for it.
     with open(path, encoding="utf-8") as handle:

@@ -16,7 +16,6 @@ beside it; nothing unknown is guessed (docs/configuration.md, "Plan a study").
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import os
 import re
@@ -29,47 +28,16 @@ from typing import Any
 from ..core.errors import AtlasError, ConfigError
 from ..core.subjects import base_model
 from ..models.checkpoints import parse_checkpoint_name
-from .config import check_schema, check_semantics, coerce_config, load_schema
+from .config import resolve_config
 from .model import Study, build_study
 from .plan_sizes import BYTES_PER_VALUE, DumpSize, ModelShape, model_shape, size_dump, split_size
 from .stages import STAGES
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA = REPO / "schemas" / "config.schema.yaml"
 
 
 class PlanError(AtlasError):
     """The dry run failed; the message holds Snakemake's own explanation."""
-
-
-# --- the config, as the workflow resolves it --------------------------------------------------------------
-
-
-def resolve_config(configfiles: list[str], cli: list[str]) -> dict[str, Any]:
-    """The config of ``snakemake --configfile FILES --config CLI``, checked as rules/common.smk checks it.
-
-    Snakemake merges the --configfile files in order and the --config values on top into one overwrite
-    config (update_config: maps merge, anything else is replaced), merges the Snakefile's config.yaml
-    under it, and rules/common.smk reads --config text as the schema's types, checks the schema, fills
-    in the defaults (validate) and runs the semantic checks.
-    """
-    from snakemake.cli import parse_config
-    from snakemake.common.configfile import load_configfile
-    from snakemake.utils import update_config, validate
-
-    overwrite: dict[str, Any] = {}
-    for path in configfiles:
-        update_config(overwrite, load_configfile(str(path)))
-    update_config(overwrite, parse_config(list(cli)))
-    config = copy.deepcopy(overwrite)
-    update_config(config, load_configfile(str(REPO / "config.yaml")))
-    update_config(config, overwrite)
-    schema = load_schema(SCHEMA)
-    coerce_config(config, schema)
-    check_schema(config, schema)
-    validate(config, str(SCHEMA))
-    check_semantics(config)
-    return config
 
 
 # --- jobs: Snakemake's dry run, grouped by the stage whose rule file defines each rule ---------------------

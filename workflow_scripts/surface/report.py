@@ -43,7 +43,7 @@ SURFACE_COLOURS = {"cls": "tab:red", "sep": "tab:blue", "punct": "tab:purple"}
 def compare_surface(item: PaperItem, model: str, tables: StudyTables, ctx: StudyContext) -> list[dict[str, Any]]:
     """[C] section 3: a count of heads over a threshold, or the mean attention of a layer range."""
     # matplotlib is imported here, not with the module: planning the study imports this declaration.
-    from ..core.figures import head_label
+    from ..core.labels import head_label
 
     count = SURFACE_THRESHOLD.search(item.item)
     layers = SURFACE_LAYERS.search(item.item)

@@ -20,7 +20,8 @@ import pyarrow.parquet as pq
 from ..attention.reader import AttentionDump, to_word_level
 from ..attention.tokens import token_words
 from ..core.errors import AtlasError
-from ..core.figures import head_label, literal_text, save_figure
+from ..core.figures import literal_text, save_figure
+from ..core.labels import head_label
 from .dependency import ALL, DEP_TO_HEAD, EITHER, HEAD_TO_DEP, read_trees
 
 log = logging.getLogger(__name__)
