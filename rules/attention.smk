@@ -1,11 +1,9 @@
 # Attention stage (METHODS 4-6): word annotation, token tables aligned to words, attention dumps.
-from workflow_scripts.attention.shards import RECORD_DIR, shard_stem
+from workflow_scripts.attention.shards import RECORD_DIR
 from workflow_scripts.core.subjects import split_subject
 from workflow_scripts.study.annotation import stanza_downloads_pending
 
 ATTENTION = STUDY.config["attention"]
-# The shard wildcard's values: shard-IIII-of-NNNN for N = attention.num_shards (fixed, so the DAG knows every file).
-SHARD_STEMS = [shard_stem(i, ATTENTION["num_shards"]) for i in range(ATTENTION["num_shards"])]
 
 # Online, an annotation job whose stanza model folder (annotation.stanza_dir) lacks its language downloads the
 # models: then the annotation jobs run on the node Snakemake runs on (under a cluster profile the login node, where
@@ -95,7 +93,7 @@ rule extract_attention:
     log:
         f"{STUDY.results}/logs/attention/{{model}}_{{checkpoint}}_{{corpus}}_{{split}}.{{shard}}.log",
     wildcard_constraints:
-        shard="|".join(SHARD_STEMS),
+        shard="|".join(STUDY.shard_stems),
     conda:
         "../envs/models.yaml"
     threads: ATTENTION["threads"]
@@ -104,7 +102,7 @@ rule extract_attention:
         runtime=ATTENTION["runtime"],
         gpu=1 if ATTENTION["device"] == "cuda" else 0,
     params:
-        shard_index=lambda wc: SHARD_STEMS.index(wc.shard),
+        shard_index=lambda wc: STUDY.shard_stems.index(wc.shard),
         num_shards=ATTENTION["num_shards"],
         compression=ATTENTION["compression"],
         implementation=ATTENTION["implementation"],
@@ -124,11 +122,11 @@ rule attention_dump_manifest:
     input:
         shards=expand(
             f"{STUDY.results}/attention/{{{{model}}}}/{{{{checkpoint}}}}/{{{{corpus}}}}/{{{{split}}}}/{{shard}}.parquet",
-            shard=SHARD_STEMS,
+            shard=STUDY.shard_stems,
         ),
         records=expand(
             f"{STUDY.results}/attention/{{{{model}}}}/{{{{checkpoint}}}}/{{{{corpus}}}}/{{{{split}}}}/{RECORD_DIR}/{{shard}}.json",
-            shard=SHARD_STEMS,
+            shard=STUDY.shard_stems,
         ),
     output:
         manifest=f"{STUDY.results}/attention/{{model}}/{{checkpoint}}/{{corpus}}/{{split}}/manifest.json",

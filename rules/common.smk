@@ -40,3 +40,4 @@ wildcard_constraints:
     model="[A-Za-z0-9][A-Za-z0-9._+-]*(@(norm|rollout))?",
     corpus="[a-z0-9]+",
     checkpoint="[^/]+",
+    shard="shard-[0-9]{4}-of-[0-9]{4}",

@@ -8,9 +8,36 @@ SURFACE_PART = STUDY.paths.analysis("surface", "{model}", "{checkpoint}")
 SURFACE_FIGURES = f"{STUDY.results}/figures/surface"
 
 
-rule surface_heads_part:
+# The surface statistics and attention distance sum over a dump's examples: one job per shard of the dump
+# (`--cores N` and the SLURM profile run N at once) writes its examples' sums under shards/, and the part's
+# job gathers them into the table one job over the whole dump would write (workflow_scripts/attention/partials.py).
+rule surface_heads_shard:
     input:
         unpack(STUDY.inputs.surface),
+    output:
+        f"{SURFACE_PART}/shards/surface_heads.{{shard}}.parquet",
+    log:
+        f"{STUDY.results}/logs/surface/{{model}}_{{checkpoint}}_surface_heads.{{shard}}.log",
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        corpus=SURFACE["corpus"],
+        split=SURFACE["split"],
+        offline=STUDY.offline,
+    script:
+        "scripts/entry.py"
+
+
+rule surface_heads_part:
+    input:
+        dump=lambda wc: STUDY.inputs.surface(wc)["dump"],
+        partials=expand(
+            f"{SURFACE_PART}/shards/surface_heads.{{shard}}.parquet", shard=STUDY.shard_stems, allow_missing=True
+        ),
     output:
         f"{SURFACE_PART}/surface_heads.csv",
     log:
@@ -26,7 +53,6 @@ rule surface_heads_part:
         split=SURFACE["split"],
         resamples=SURFACE["bootstrap_resamples"],
         bootstrap_seed=SURFACE["bootstrap_seed"],
-        offline=STUDY.offline,
     script:
         "scripts/entry.py"
 
@@ -83,9 +109,32 @@ rule head_clusters_part:
         "scripts/entry.py"
 
 
+rule attention_distance_shard:
+    input:
+        dump=lambda wc: STUDY.inputs.surface(wc)["dump"],
+    output:
+        f"{SURFACE_PART}/shards/attention_distance.{{shard}}.parquet",
+    log:
+        f"{STUDY.results}/logs/surface/{{model}}_{{checkpoint}}_attention_distance.{{shard}}.log",
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        corpus=SURFACE["corpus"],
+        split=SURFACE["split"],
+    script:
+        "scripts/entry.py"
+
+
 rule attention_distance_part:
     input:
-        dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, SURFACE["corpus"], SURFACE["split"]),
+        dump=lambda wc: STUDY.inputs.surface(wc)["dump"],
+        partials=expand(
+            f"{SURFACE_PART}/shards/attention_distance.{{shard}}.parquet", shard=STUDY.shard_stems, allow_missing=True
+        ),
     output:
         f"{SURFACE_PART}/attention_distance.csv",
     log:

@@ -33,15 +33,17 @@ rule coref_windows:
         "scripts/entry.py"
 
 
-rule dependency_scores:
+# Scoring sums over a dump's sentences: one job per shard of the dump writes its sentences' counts under
+# dependency/shards/, and dependency_scores gathers them into the part one job over the dump would write.
+rule dependency_scores_shard:
     input:
         dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, wc.treebank, wc.split),
         tokens=lambda wc: STUDY.paths.token_table(wc.model, wc.treebank, wc.split),
         annotation=f"{STUDY.results}/annotation/{{treebank}}/{{split}}.parquet",
     output:
-        f"{SYNTAX_PART}/dependency/{{treebank}}_{{split}}.parquet",
+        f"{SYNTAX_PART}/dependency/shards/{{treebank}}_{{split}}.{{shard}}.parquet",
     log:
-        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_dependency_{{treebank}}_{{split}}.log",
+        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_dependency_{{treebank}}_{{split}}.{{shard}}.log",
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -50,6 +52,28 @@ rule dependency_scores:
         runtime=60,
     params:
         max_offset=SYNTAX["max_offset"],
+    script:
+        "scripts/entry.py"
+
+
+rule dependency_scores:
+    input:
+        dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, wc.treebank, wc.split),
+        partials=expand(
+            f"{SYNTAX_PART}/dependency/shards/{{treebank}}_{{split}}.{{shard}}.parquet",
+            shard=STUDY.shard_stems,
+            allow_missing=True,
+        ),
+    output:
+        f"{SYNTAX_PART}/dependency/{{treebank}}_{{split}}.parquet",
+    log:
+        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_dependency_{{treebank}}_{{split}}.log",
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
     script:
         "scripts/entry.py"
 

@@ -214,7 +214,9 @@ def test_a_corrupt_shard_fails_the_analysis_and_the_next_plain_run_rebuilds_it(b
     (built / "offset4.yaml").write_text(yaml.safe_dump(config))
     failed = snakemake(built, configfile="offset4.yaml")
     assert failed.returncode != 0
-    log = (built / "results" / "logs" / "syntax" / "tiny_pretrained_dependency_ewt_dev.log").read_text()
+    # The corrupt shard's scoring job meets it (dependency scoring runs one job per shard, then a gather).
+    log = (built / "results" / "logs" / "syntax" / "tiny_pretrained_dependency_ewt_dev.shard-0001-of-0002.log"
+           ).read_text()
     named = "attention shard results/attention/tiny/pretrained/ewt/dev/shard-0001-of-0002.parquet is corrupt"
     assert named in log and "run snakemake again" in log, log[-2000:]
     rebuilt = snakemake(built, configfile="offset4.yaml")  # plain again: no target, no option

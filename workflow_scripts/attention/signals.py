@@ -101,7 +101,7 @@ def attn_implementation_for(implementation: str, signal: str) -> str:
     return RECORDING_VALUES[implementation]
 
 
-def _attentions(model: Any, input_ids: Any, attention_mask: Any, token_type_ids: Any | None) -> tuple:
+def attention_layers(model: Any, input_ids: Any, attention_mask: Any, token_type_ids: Any | None) -> tuple:
     """The forward pass: each layer's attention weights (batch, heads, T, T), as the model returns them."""
     import torch
 
@@ -128,7 +128,7 @@ def _float16_maps(first: Any, layers: int) -> Any:
 
 def forward_attentions(model: Any, input_ids: Any, attention_mask: Any, token_type_ids: Any | None) -> Any:
     """One forward pass returning float16 attention maps stacked as (batch, layers, heads, T, T)."""
-    attentions = _attentions(model, input_ids, attention_mask, token_type_ids)
+    attentions = attention_layers(model, input_ids, attention_mask, token_type_ids)
     # Straight into one float16 buffer: stacking in float32 first would cost a second pass over every map.
     maps = _float16_maps(attentions[0], len(attentions))
     for layer, attention in enumerate(attentions):
@@ -187,7 +187,7 @@ class SignalMaps:
         recorded: dict[Any, Any] = {}
         token = _RECORDED_VALUES.set(recorded if self.signal == "norm" else None)
         try:
-            attentions = _attentions(self.model, input_ids, attention_mask, token_type_ids)
+            attentions = attention_layers(self.model, input_ids, attention_mask, token_type_ids)
         finally:
             _RECORDED_VALUES.reset(token)
         _finish(attentions[0])  # the forward pass's time is not the signal's

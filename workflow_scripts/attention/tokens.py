@@ -138,7 +138,9 @@ def write_token_table(checkpoint_manifest: str | Path, data_path: str | Path, an
     table, stats = build_token_table(tokenizer, data_path, annotation_path, limit, max_examples=max_examples,
                                      input_protocol=input_protocol)
     log.info("token table: %s", {k: v for k, v in stats.items() if k != "truncated_ids"})
-    write_table(table, output, {"tokenizer": manifest["load_from"], "model": manifest["model"], **stats})
+    # sep_token_id: the surface statistics' separators, read from here by their per-shard jobs (no tokenizer to load).
+    write_table(table, output, {"tokenizer": manifest["load_from"], "model": manifest["model"],
+                                "sep_token_id": tokenizer.sep_token_id, **stats})
     return stats
 
 

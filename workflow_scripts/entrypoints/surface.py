@@ -7,15 +7,23 @@ from typing import Any
 from . import entry_point
 
 
+@entry_point("surface_heads_shard")
+def surface_heads_shard(smk: Any) -> None:
+    from ..surface.statistics import separator_token_id
+    from ..surface.statistics import surface_heads_shard as run
+
+    run(smk.input.dump, smk.input.tokens, smk.output[0], shard=smk.wildcards.shard,
+        sep_token_id=separator_token_id(smk.input.checkpoint, offline=smk.params.offline, token_table=smk.input.tokens))
+
+
 @entry_point("surface_heads_part")
 def surface_heads_part(smk: Any) -> None:
-    from ..surface.statistics import separator_token_id, surface_heads
+    from ..surface.statistics import surface_heads_gather
 
     p = smk.params
-    surface_heads(smk.input.dump, smk.input.tokens, smk.output[0], model=smk.wildcards.model,
-                  checkpoint=smk.wildcards.checkpoint, corpus=p.corpus, split=p.split,
-                  sep_token_id=separator_token_id(smk.input.checkpoint, offline=p.offline),
-                  resamples=p.resamples, seed=p.bootstrap_seed)
+    surface_heads_gather(smk.input.dump, list(smk.input.partials), smk.output[0], model=smk.wildcards.model,
+                         checkpoint=smk.wildcards.checkpoint, corpus=p.corpus, split=p.split,
+                         resamples=p.resamples, seed=p.bootstrap_seed)
 
 
 @entry_point("sep_gradient_part")
@@ -89,13 +97,21 @@ def head_clusters_figure(smk: Any) -> None:
     plot_head_clusters(smk.input[0], smk.output.png, smk.output.pdf)
 
 
+@entry_point("attention_distance_shard")
+def attention_distance_shard(smk: Any) -> None:
+    from ..surface.distance import attention_distance_shard as run
+
+    run(smk.input.dump, smk.output[0], shard=smk.wildcards.shard)
+
+
 @entry_point("attention_distance_part")
 def attention_distance_part(smk: Any) -> None:
-    from ..surface.distance import attention_distance_part as run
+    from ..surface.distance import attention_distance_gather
 
     p = smk.params
-    run(smk.input.dump, smk.output[0], model=smk.wildcards.model, checkpoint=smk.wildcards.checkpoint,
-        corpus=p.corpus, split=p.split, resamples=p.resamples, seed=p.bootstrap_seed)
+    attention_distance_gather(smk.input.dump, list(smk.input.partials), smk.output[0], model=smk.wildcards.model,
+                              checkpoint=smk.wildcards.checkpoint, corpus=p.corpus, split=p.split,
+                              resamples=p.resamples, seed=p.bootstrap_seed)
 
 
 @entry_point("attention_distance_table")

@@ -16,14 +16,19 @@ def coref_windows(smk: Any) -> None:
                   max_words=smk.params.window_words, corpus=smk.params.corpus)
 
 
+@entry_point("dependency_scores_shard")
+def dependency_scores_shard(smk: Any) -> None:
+    from ..syntax.dependency import dependency_scores_shard as run
+
+    run(smk.input.dump, smk.input.tokens, smk.input.annotation, smk.output[0], shard=smk.wildcards.shard,
+        max_offset=smk.params.max_offset)
+
+
 @entry_point("dependency_scores")
 def dependency_scores(smk: Any) -> None:
-    from pathlib import Path
+    from ..syntax.dependency import dependency_scores_gather
 
-    from ..syntax.dependency import score_dependency_heads
-
-    score_dependency_heads(Path(smk.input.dump).parent, smk.input.tokens, smk.input.annotation, smk.output[0],
-                           max_offset=smk.params.max_offset)
+    dependency_scores_gather(smk.input.dump, list(smk.input.partials), smk.output[0])
 
 
 @entry_point("dependency_tables")

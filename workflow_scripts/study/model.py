@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from ..attention.shards import shard_stem
 from ..core.errors import ConfigError
 from ..core.subjects import base_model, split_subject, subject_name
 from ..data.corpora import WINDOW_SUFFIX, Corpora
@@ -105,6 +106,13 @@ class Study:
         """What the analyses run on: each model through each of attention.signals (docs/signals.md), the
         model's name for the attention weights, MODEL@SIGNAL for another signal."""
         return [subject_name(model, signal) for model in self.models for signal in self.config["attention"]["signals"]]
+
+    @property
+    def shard_stems(self) -> list[str]:
+        """The ``shard`` wildcard's values, shard-IIII-of-NNNN for N = attention.num_shards: the jobs that run
+        per shard of a dump (extraction, and the analyses that sum over its examples)."""
+        count = self.config["attention"]["num_shards"]
+        return [shard_stem(index, count) for index in range(count)]
 
     def task_spec(self, task: str) -> TaskSpec:
         return self.corpora.tasks[task]

@@ -21,10 +21,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
+from ..attention.partials import read_partials, shard_file, write_partial
+from ..attention.reader import AttentionDump
 from ..core.errors import AtlasError
-from ..core.io import write_csv
 from ..core.stats import ratio_bootstrap_ci
+from .statistics import write_labelled_part
 
 log = logging.getLogger(__name__)
 
@@ -37,48 +40,75 @@ def row_distances(attention: np.ndarray) -> np.ndarray:
     return np.einsum("lhij,ij->lh", attention.astype(np.float32), offsets, dtype=np.float64)
 
 
-def uniform_distance_sum(n_tokens: int) -> float:
+def uniform_distance_sum(n_tokens: int | np.ndarray) -> float | np.ndarray:
     """``sum_i sum_j |i - j| / n`` for a uniform head over ``n`` tokens: (n^2 - 1) / 3."""
     return (n_tokens * n_tokens - 1) / 3.0
 
 
-def attention_distance(dump_dir: str | Path, *, resamples: int, seed: int,
-                       limit: int | None = None) -> pd.DataFrame:
-    """One row per (layer, head) of a dump: mean, uniform and relative distance, with 95% intervals."""
-    from ..attention.reader import AttentionDump
-
-    dump = AttentionDump(dump_dir)
-    ids, sums, rows, uniform = [], [], [], []
-    for example in dump.iter_examples():
+def _distance_sums(dump: AttentionDump, *, shards: list[str] | None = None, limit: int | None = None) -> pa.Table:
+    """Per example: its id, its number of rows and every head's summed row distance (reading order)."""
+    ids, sums, rows = [], [], []
+    for example in dump.iter_examples(shards):
         ids.append(example.example_id)
         sums.append(row_distances(example.attention).reshape(-1))
         rows.append(example.n_tokens)
-        uniform.append(uniform_distance_sum(example.n_tokens))
         if limit is not None and len(ids) >= limit:
             break
-    if not ids:
-        raise AtlasError(f"{dump_dir}: the dump has no examples, so no distance can be measured")
+    width = dump.num_layers * dump.num_heads
+    values = np.concatenate(sums) if sums else np.zeros(0)
+    return pa.table({"example_id": pa.array(ids, pa.int64()), "n_tokens": pa.array(rows, pa.int64()),
+                     "sums": pa.FixedSizeListArray.from_arrays(pa.array(values, pa.float64()), width)})
+
+
+def distance_frame(per_example: pa.Table, num_layers: int, num_heads: int, *, resamples: int, seed: int,
+                   source: str | Path) -> pd.DataFrame:
+    """One row per (layer, head): mean, uniform and relative distance, with 95% intervals over examples."""
+    if not per_example.num_rows:
+        raise AtlasError(f"{source}: the dump has no examples, so no distance can be measured")
+    ids = per_example["example_id"].to_numpy()
     order = np.argsort(ids, kind="stable")  # resampling is independent of storage order
-    sums_array = np.stack(sums)[order]
-    rows_array = np.asarray(rows, dtype=np.float64)[order]
-    estimate, low, high = ratio_bootstrap_ci(sums_array, rows_array, resamples=resamples, seed=seed)
-    layer, head = np.divmod(np.arange(dump.num_layers * dump.num_heads), dump.num_heads)
-    uniform_mean = float(np.sum(uniform) / rows_array.sum())
+    sums = per_example["sums"].combine_chunks().flatten().to_numpy().reshape(len(ids), -1)[order]
+    rows = per_example["n_tokens"].to_numpy().astype(np.float64)[order]
+    estimate, low, high = ratio_bootstrap_ci(sums, rows, resamples=resamples, seed=seed)
+    layer, head = np.divmod(np.arange(num_layers * num_heads), num_heads)
+    uniform_mean = float(uniform_distance_sum(rows).sum() / rows.sum())
     frame = pd.DataFrame({"layer": layer, "head": head, "mean_distance": estimate,
                           "mean_distance_low": low, "mean_distance_high": high,
                           "uniform_distance": uniform_mean, "relative_distance": estimate / uniform_mean,
-                          "n_tokens": int(rows_array.sum()), "n_examples": len(ids),
+                          "n_tokens": int(rows.sum()), "n_examples": len(ids),
                           "bootstrap_resamples": resamples, "bootstrap_seed": seed})
-    log.info("attention distance of %s: %d examples, %d tokens", dump_dir, len(ids), int(rows_array.sum()))
+    log.info("attention distance of %s: %d examples, %d tokens", source, len(ids), int(rows.sum()))
     return frame
+
+
+def attention_distance(dump_dir: str | Path, *, resamples: int, seed: int,
+                       limit: int | None = None) -> pd.DataFrame:
+    """One row per (layer, head) of a dump, streamed in one process (the rules run it per shard)."""
+    dump = AttentionDump(dump_dir)
+    return distance_frame(_distance_sums(dump, limit=limit), dump.num_layers, dump.num_heads, resamples=resamples,
+                          seed=seed, source=dump_dir)
 
 
 def attention_distance_part(dump_manifest: str | Path, output: str | Path, *, model: str, checkpoint: str,
                             corpus: str, split: str, resamples: int, seed: int) -> pd.DataFrame:
-    """The per-checkpoint part of ``attention_distance.csv``."""
+    """The per-checkpoint part of ``attention_distance.csv``, in one process."""
     frame = attention_distance(Path(dump_manifest).parent, resamples=resamples, seed=seed)
-    frame.insert(0, "checkpoint", checkpoint)
-    frame.insert(0, "model", model)
-    frame["corpus"], frame["split"] = corpus, split
-    write_csv(frame, output)
-    return frame
+    return write_labelled_part(frame, output, model=model, checkpoint=checkpoint, corpus=corpus, split=split)
+
+
+def attention_distance_shard(dump_manifest: str | Path, output: str | Path, *, shard: str) -> None:
+    """One shard's per-example distance sums (rule attention_distance_shard)."""
+    dump = AttentionDump(Path(dump_manifest).parent)
+    file = shard_file(shard)
+    table = _distance_sums(dump, shards=[file])
+    write_partial(table, output, dump=dump, shard=file, analysis="attention_distance", examples=table.num_rows)
+
+
+def attention_distance_gather(dump_manifest: str | Path, partials: list[str], output: str | Path, *, model: str,
+                              checkpoint: str, corpus: str, split: str, resamples: int, seed: int) -> pd.DataFrame:
+    """The per-checkpoint part of ``attention_distance.csv`` from the shards' partials: the one-process table."""
+    dump = AttentionDump(Path(dump_manifest).parent)
+    tables = [table for table, _ in read_partials(partials, dump, "attention_distance")]
+    frame = distance_frame(pa.concat_tables(tables), dump.num_layers, dump.num_heads, resamples=resamples,
+                           seed=seed, source=dump.directory)
+    return write_labelled_part(frame, output, model=model, checkpoint=checkpoint, corpus=corpus, split=split)

@@ -29,10 +29,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..attention.partials import read_partials, shard_file, write_partial
+from ..attention.reader import AttentionDump
 from ..core.errors import AtlasError
-from ..core.io import read_csv, write_csv
+from ..core.io import read_csv, read_metadata, write_csv
 from ..core.stats import ratio_bootstrap_ci
 
 log = logging.getLogger(__name__)
@@ -125,31 +128,51 @@ def read_token_roles(token_table: str | Path, sep_token_id: int | None = None,
     return roles
 
 
+def _column_sums(maps: np.ndarray, columns: np.ndarray) -> np.ndarray | float:
+    """Attention that each head sends to some columns (token positions), summed over all rows: (L, H)."""
+    positions = np.flatnonzero(columns)
+    if not len(positions):
+        return 0.0
+    return maps[..., positions].sum(axis=(2, 3), dtype=np.float32)
+
+
+def _plogp_sums(attention: np.ndarray) -> np.ndarray:
+    """sum over rows and columns of p log p for every head: (L, H), float32 sums."""
+    if attention.dtype != np.float16:
+        maps = attention.astype(np.float32, copy=False)
+        return (maps * np.log(np.maximum(maps, TINY))).sum(axis=(2, 3))  # 0 log 0 = 0
+    # The stored maps: p log p looked up by bit pattern (bit for bit the float32 values), one layer at a
+    # time into a buffer that stays in cache; neither the maps nor p log p are converted whole.
+    bits = np.ascontiguousarray(attention).view(np.uint16)
+    buffer = np.empty(bits.shape[1:], dtype=np.float32)
+    sums = np.empty(bits.shape[:2], dtype=np.float32)
+    for layer in range(bits.shape[0]):
+        np.take(PLOGP_FLOAT16, bits[layer], out=buffer)
+        sums[layer] = buffer.sum(axis=(1, 2))
+    return sums
+
+
 def example_statistics(attention: np.ndarray, roles: TokenRoles) -> np.ndarray:
     """Per-head sums over the rows of one example: (len(STATISTICS), layers, heads), float64.
 
     Shares and ``entropy`` are summed over the example's T rows (divide by T for its mean);
-    ``cls_entropy`` is the entropy of the first special token's row (0 if it has none).
+    ``cls_entropy`` is the entropy of the first special token's row (0 if it has none). Only the
+    entropy reads every value of the maps; the shares read the diagonals and the columns of the
+    tokens they count, so float16 maps are never converted whole (float32 sums throughout).
     """
-    maps = np.asarray(attention, dtype=np.float32)  # (L, H, T, T)
+    maps = np.asarray(attention)  # (L, H, T, T)
     if maps.shape[-1] != roles.n_tokens or maps.shape[-2] != roles.n_tokens:
         raise AtlasError(f"attention maps of shape {maps.shape} do not match the {roles.n_tokens} tokens of the "
                          "token table; the token table and the dump are out of step, rerun snakemake")
-    received = maps.sum(axis=2)  # (L, H, T): attention each token receives, summed over rows
-    if attention.dtype == np.float16:  # the stored maps: a table lookup, bit for bit the same values
-        plogp = PLOGP_FLOAT16[np.ascontiguousarray(attention).view(np.uint16)]
-    else:
-        plogp = maps * np.log(np.maximum(maps, TINY))  # 0 log 0 = 0
     out = np.empty((len(STATISTICS), *maps.shape[:2]), dtype=np.float64)
-    out[0] = np.diagonal(maps, offset=-1, axis1=2, axis2=3).sum(-1)
-    out[1] = np.diagonal(maps, offset=0, axis1=2, axis2=3).sum(-1)
-    out[2] = np.diagonal(maps, offset=1, axis1=2, axis2=3).sum(-1)
-    out[3] = received[..., roles.cls] if roles.cls >= 0 else 0.0
-    out[4] = received @ roles.sep.astype(np.float32)
-    out[5] = received @ roles.period.astype(np.float32)
-    out[6] = received @ roles.comma.astype(np.float32)
-    out[7] = -plogp.sum(axis=(2, 3))
-    out[8] = -plogp[..., roles.cls, :].sum(-1) if roles.cls >= 0 else 0.0
+    for index, offset in enumerate((-1, 0, 1)):  # prev, self, next
+        out[index] = np.diagonal(maps, offset=offset, axis1=2, axis2=3).sum(-1, dtype=np.float32)
+    out[3] = maps[..., roles.cls].sum(-1, dtype=np.float32) if roles.cls >= 0 else 0.0
+    out[4] = _column_sums(maps, roles.sep)
+    out[5] = _column_sums(maps, roles.period)
+    out[6] = _column_sums(maps, roles.comma)
+    out[7] = -_plogp_sums(maps)
+    out[8] = -_plogp_sums(maps[..., roles.cls:roles.cls + 1, :]) if roles.cls >= 0 else 0.0
     return out
 
 
@@ -162,8 +185,6 @@ class SurfaceAccumulator:
         self.sums: list[np.ndarray] = []  # one (STATISTICS, L*H) array per example
         self.tokens: list[int] = []
         self.has_cls: list[bool] = []
-        self.log_tokens = 0.0  # sum over rows of log(T): the entropy of uniform attention
-        self.log_tokens_cls = 0.0  # sum over examples with a first special token of log(T)
 
     def add(self, example_id: int, attention: np.ndarray, roles: TokenRoles) -> None:
         if attention.shape[:2] != (self.num_layers, self.num_heads):
@@ -173,11 +194,29 @@ class SurfaceAccumulator:
         self.sums.append(example_statistics(attention, roles).reshape(len(STATISTICS), -1))
         self.tokens.append(roles.n_tokens)
         self.has_cls.append(roles.cls >= 0)
-        self.log_tokens += roles.n_tokens * float(np.log(max(roles.n_tokens, 1)))
-        self.log_tokens_cls += float(np.log(max(roles.n_tokens, 1))) if roles.cls >= 0 else 0.0
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def table(self) -> pa.Table:
+        """The per-example sums (a per-shard job's partial): one row per example, in reading order."""
+        width = len(STATISTICS) * self.num_layers * self.num_heads
+        sums = np.stack(self.sums).reshape(-1) if self.sums else np.zeros(0)
+        return pa.table({"example_id": pa.array(self.ids, pa.int64()), "n_tokens": pa.array(self.tokens, pa.int64()),
+                         "has_cls": pa.array(self.has_cls, pa.bool_()),
+                         "sums": pa.FixedSizeListArray.from_arrays(pa.array(sums, pa.float64()), width)})
+
+    def extend(self, table: pa.Table) -> None:
+        """Add the examples of a partial written by :meth:`table` (the gather of per-shard jobs)."""
+        width = self.num_layers * self.num_heads
+        sums = table["sums"].combine_chunks().flatten().to_numpy()
+        if sums.size != table.num_rows * len(STATISTICS) * width:
+            raise AtlasError(f"a surface partial holds {sums.size} sums, expected {table.num_rows} examples x "
+                             f"{len(STATISTICS)} statistics x {width} heads")
+        self.ids.extend(table["example_id"].to_pylist())
+        self.tokens.extend(table["n_tokens"].to_pylist())
+        self.has_cls.extend(table["has_cls"].to_pylist())
+        self.sums.extend(sums.reshape(table.num_rows, len(STATISTICS), width))
 
     def frame(self, *, resamples: int, seed: int) -> pd.DataFrame:
         """One row per head: estimates, 95% intervals over examples, counts."""
@@ -203,8 +242,10 @@ class SurfaceAccumulator:
             intervals[f"{name}_low"], intervals[f"{name}_high"] = low[s], high[s]
         frame["n_tokens"] = int(tokens.sum())
         frame["n_examples"] = len(tokens)
-        frame["uniform_entropy"] = self.log_tokens / tokens.sum()
-        frame["uniform_cls_entropy"] = self.log_tokens_cls / has_cls.sum() if has_cls.sum() else np.nan
+        # The entropy of uniform attention: log T per row (per first special token's row for cls_entropy).
+        log_tokens = np.log(np.maximum(tokens, 1))
+        frame["uniform_entropy"] = float((tokens * log_tokens).sum()) / tokens.sum()
+        frame["uniform_cls_entropy"] = float((has_cls * log_tokens).sum()) / has_cls.sum() if has_cls.sum() else np.nan
         for name, values in intervals.items():
             frame[name] = values
         frame["bootstrap_resamples"] = resamples
@@ -212,33 +253,32 @@ class SurfaceAccumulator:
         return frame
 
 
-def surface_statistics(dump_dir: str | Path, roles: Mapping[int, TokenRoles], *, resamples: int, seed: int,
-                       limit: int | None = None) -> pd.DataFrame:
-    """Surface statistics of every head of one dump (streamed), one row per (layer, head)."""
-    from ..attention.reader import AttentionDump
-
-    dump = AttentionDump(dump_dir)
+def _accumulate(dump: AttentionDump, roles: Mapping[int, TokenRoles], *, shards: list[str] | None = None,
+                limit: int | None = None) -> SurfaceAccumulator:
     accumulator = SurfaceAccumulator(dump.num_layers, dump.num_heads)
-    for example in dump.iter_examples():
+    for example in dump.iter_examples(shards):
         try:
             example_roles = roles[example.example_id]
         except KeyError:
-            raise AtlasError(f"example {example.example_id} of the dump {dump_dir} is not in the token table; "
+            raise AtlasError(f"example {example.example_id} of the dump {dump.directory} is not in the token table; "
                              "the token table and the dump are out of step, rerun snakemake") from None
         accumulator.add(example.example_id, example.attention, example_roles)
         if limit is not None and len(accumulator) >= limit:
             break
-    log.info("surface statistics of %s: %d examples, %d tokens", dump_dir, len(accumulator),
-             sum(accumulator.tokens))
-    return accumulator.frame(resamples=resamples, seed=seed)
+    log.info("surface statistics of %s%s: %d examples, %d tokens", dump.directory,
+             f" ({', '.join(shards)})" if shards else "", len(accumulator), sum(accumulator.tokens))
+    return accumulator
 
 
-def surface_heads(dump_manifest: str | Path, token_table: str | Path, output: str | Path, *, model: str,
-                  checkpoint: str, corpus: str, split: str, sep_token_id: int | None = None,
-                  resamples: int, seed: int) -> pd.DataFrame:
-    """The per-checkpoint part of ``surface_heads.csv``."""
-    roles = read_token_roles(token_table, sep_token_id)
-    frame = surface_statistics(Path(dump_manifest).parent, roles, resamples=resamples, seed=seed)
+def surface_statistics(dump_dir: str | Path, roles: Mapping[int, TokenRoles], *, resamples: int, seed: int,
+                       limit: int | None = None) -> pd.DataFrame:
+    """Surface statistics of every head of one dump (streamed in one process), one row per (layer, head)."""
+    return _accumulate(AttentionDump(dump_dir), roles, limit=limit).frame(resamples=resamples, seed=seed)
+
+
+def write_labelled_part(frame: pd.DataFrame, output: str | Path, *, model: str, checkpoint: str, corpus: str,
+                        split: str) -> pd.DataFrame:
+    """Write a per-checkpoint part: the table's rows labelled with their model, checkpoint and data."""
     frame.insert(0, "checkpoint", checkpoint)
     frame.insert(0, "model", model)
     frame["corpus"], frame["split"] = corpus, split
@@ -246,8 +286,47 @@ def surface_heads(dump_manifest: str | Path, token_table: str | Path, output: st
     return frame
 
 
-def separator_token_id(checkpoint_manifest: str | Path, offline: bool) -> int | None:
-    """The tokenizer's ``sep_token_id`` of a checkpoint (None if it defines none)."""
+def surface_heads(dump_manifest: str | Path, token_table: str | Path, output: str | Path, *, model: str,
+                  checkpoint: str, corpus: str, split: str, sep_token_id: int | None = None,
+                  resamples: int, seed: int) -> pd.DataFrame:
+    """The per-checkpoint part of ``surface_heads.csv``, in one process (the rules run it per shard)."""
+    roles = read_token_roles(token_table, sep_token_id)
+    frame = surface_statistics(Path(dump_manifest).parent, roles, resamples=resamples, seed=seed)
+    return write_labelled_part(frame, output, model=model, checkpoint=checkpoint, corpus=corpus, split=split)
+
+
+def surface_heads_shard(dump_manifest: str | Path, token_table: str | Path, output: str | Path, *, shard: str,
+                        sep_token_id: int | None = None) -> None:
+    """One shard's per-example sums (rule surface_heads_shard); :func:`surface_heads_gather` makes the part."""
+    dump = AttentionDump(Path(dump_manifest).parent)
+    file = shard_file(shard)
+    accumulator = _accumulate(dump, read_token_roles(token_table, sep_token_id), shards=[file])
+    write_partial(accumulator.table(), output, dump=dump, shard=file, analysis="surface_heads",
+                  examples=len(accumulator))
+
+
+def surface_heads_gather(dump_manifest: str | Path, partials: list[str], output: str | Path, *, model: str,
+                         checkpoint: str, corpus: str, split: str, resamples: int, seed: int) -> pd.DataFrame:
+    """The per-checkpoint part of ``surface_heads.csv`` from the shards' partials: the one-process table."""
+    dump = AttentionDump(Path(dump_manifest).parent)
+    accumulator = SurfaceAccumulator(dump.num_layers, dump.num_heads)
+    for table, _ in read_partials(partials, dump, "surface_heads"):
+        accumulator.extend(table)
+    frame = accumulator.frame(resamples=resamples, seed=seed)
+    return write_labelled_part(frame, output, model=model, checkpoint=checkpoint, corpus=corpus, split=split)
+
+
+def separator_token_id(checkpoint_manifest: str | Path, offline: bool, token_table: str | Path | None = None
+                       ) -> int | None:
+    """The tokenizer's ``sep_token_id`` of a checkpoint (None if it defines none).
+
+    Read from the token table's metadata where it was recorded (token tables record it); otherwise the
+    checkpoint's tokenizer is loaded, which costs every per-shard job seconds of imports.
+    """
+    if token_table is not None:
+        recorded = read_metadata(token_table)
+        if "sep_token_id" in recorded:
+            return recorded["sep_token_id"]
     from transformers import AutoTokenizer
 
     from ..models.checkpoints import read_manifest

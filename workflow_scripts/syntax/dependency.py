@@ -45,6 +45,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..attention.partials import read_partials, shard_file, write_partial
 from ..attention.reader import AttentionDump
 from ..attention.tokens import token_words
 from ..core.errors import AtlasError
@@ -197,11 +198,14 @@ def _fixed_list(values: np.ndarray) -> pa.Array:
     return pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), values.shape[1])
 
 
-def score_dependency_heads(dump_dir: str | Path, token_table: str | Path, annotation: str | Path,
-                           output: str | Path, *, max_offset: int) -> dict[str, Any]:
-    """Stream one dump and write per-sentence, per-relation correct counts of every head and offset."""
+def score_tables(dump: AttentionDump, token_table: str | Path, annotation: str | Path, *, max_offset: int,
+                 shards: list[str] | None = None) -> tuple[pa.Table, dict[str, Any]]:
+    """Per-sentence, per-relation correct counts of every head and offset (all shards, or ``shards`` only).
+
+    Rows are ordered by example id, then by relation in the vocabulary's order (:func:`sort_scores`); the
+    vocabulary comes from every tree of the annotation, so the shards of one dump share it.
+    """
     start = time.perf_counter()
-    dump = AttentionDump(dump_dir)
     trees = read_trees(annotation)
     words_of_tokens = token_words(token_table)
     n_words = {eid: len(tree[0]) for eid, tree in trees.items()}
@@ -214,7 +218,7 @@ def score_dependency_heads(dump_dir: str | Path, token_table: str | Path, annota
                          f"(e.g. {sorted(missing)[:5]}); rebuild the annotation table")
     parts: dict[str, list] = {k: [] for k in ("example_id", "relation", "total", "dep", "head", "off")}
     skipped = sentences = 0
-    for example in dump.iter_word_maps(words_of_tokens, n_words):
+    for example in dump.iter_word_maps(words_of_tokens, n_words, shards=shards):
         _, _, heads, deprels = trees[example.example_id]
         counts = score_sentence(example.attention, example.unit_word, heads, deprels, vocabulary, offsets)
         skipped += counts.skipped
@@ -227,31 +231,79 @@ def score_dependency_heads(dump_dir: str | Path, token_table: str | Path, annota
         parts["dep"].append(counts.dep_correct.astype(np.int16))
         parts["head"].append(counts.head_correct.astype(np.int16))
         parts["off"].append(counts.offset_correct.astype(np.int16))
-    if sentences != len(dump):
-        raise AtlasError(f"{dump_dir}: read {sentences} examples, the manifest says {len(dump)}")
+    expected = len(dump) if shards is None else sum(int(dump.shard_entry(f)["rows"]) for f in shards)
+    if sentences != expected:
+        raise AtlasError(f"{dump.directory}: read {sentences} examples, the manifest says {expected}")
     lh = dump.num_layers * dump.num_heads
-    example_id = np.concatenate(parts["example_id"]) if sentences else np.zeros(0, np.int64)
-    order = np.lexsort((np.concatenate(parts["relation"]), example_id)) if sentences else np.zeros(0, np.int64)
 
-    def stacked(key: str, width: int) -> np.ndarray:
-        return np.concatenate(parts[key])[order] if sentences else np.zeros((0, width), np.int32)
+    def stacked(key: str, shape: tuple[int, ...], dtype: type) -> np.ndarray:
+        return np.concatenate(parts[key]) if sentences else np.zeros(shape, dtype)
 
-    relation_index = np.concatenate(parts["relation"])[order] if sentences else np.zeros(0, np.int64)
+    relation_index = stacked("relation", (0,), np.int64)
     table = pa.table({
-        "example_id": example_id[order],
+        "example_id": stacked("example_id", (0,), np.int64),
         "relation": pa.array([relations[i] for i in relation_index], pa.string()),
-        "total": pa.array(stacked("total", 0).astype(np.int32) if sentences else np.zeros(0, np.int32)),
-        "dep_correct": _fixed_list(stacked("dep", lh)),
-        "head_correct": _fixed_list(stacked("head", lh)),
-        "offset_correct": _fixed_list(stacked("off", len(offsets))),
+        "total": pa.array(stacked("total", (0,), np.int32)),
+        "dep_correct": _fixed_list(stacked("dep", (0, lh), np.int16)),
+        "head_correct": _fixed_list(stacked("head", (0, lh), np.int16)),
+        "offset_correct": _fixed_list(stacked("off", (0, len(offsets)), np.int16)),
     })
     stats = {"num_layers": dump.num_layers, "num_heads": dump.num_heads, "offsets": offsets.tolist(),
-             "input_protocol": dump.manifest.get("input_protocol", "text"),
-             "sentences": sentences, "words_skipped_no_unit": skipped, "dump": str(dump_dir),
+             "input_protocol": dump.manifest.get("input_protocol", "text"), "relations": relations,
+             "sentences": sentences, "words_skipped_no_unit": skipped, "dump": str(dump.directory),
              "seconds": round(time.perf_counter() - start, 2)}
-    log.info("dependency scoring of %s: %s", dump_dir, stats)
-    if skipped:
+    return sort_scores(table, relations), stats
+
+
+def sort_scores(table: pa.Table, relations: Sequence[str]) -> pa.Table:
+    """Score rows ordered by example id, then by relation in the vocabulary's order."""
+    rank = {r: i for i, r in enumerate(relations)}
+    relation_rank = np.array([rank[r] for r in table["relation"].to_pylist()], dtype=np.int64)
+    return table.take(np.lexsort((relation_rank, table["example_id"].to_numpy())))
+
+
+def write_scores(table: pa.Table, stats: dict[str, Any], output: str | Path) -> None:
+    log.info("dependency scoring of %s: %s", stats["dump"], {k: v for k, v in stats.items() if k != "relations"})
+    if stats["words_skipped_no_unit"]:
         log.warning("%d words skipped: they or their head word have no token (truncation, or characters the "
-                    "tokenizer drops)", skipped)
+                    "tokenizer drops)", stats["words_skipped_no_unit"])
     write_table(table, output, stats)
+
+
+def score_dependency_heads(dump_dir: str | Path, token_table: str | Path, annotation: str | Path,
+                           output: str | Path, *, max_offset: int) -> dict[str, Any]:
+    """Stream one dump in one process and write its per-sentence scores (the rules run it per shard)."""
+    table, stats = score_tables(AttentionDump(dump_dir), token_table, annotation, max_offset=max_offset)
+    write_scores(table, stats, output)
+    return stats
+
+
+def dependency_scores_shard(dump_manifest: str | Path, token_table: str | Path, annotation: str | Path,
+                            output: str | Path, *, shard: str, max_offset: int) -> None:
+    """One shard's per-sentence scores (rule dependency_scores_shard); :func:`dependency_scores_gather` joins them."""
+    dump = AttentionDump(Path(dump_manifest).parent)
+    file = shard_file(shard)
+    table, stats = score_tables(dump, token_table, annotation, max_offset=max_offset, shards=[file])
+    write_partial(table, output, dump=dump, shard=file, analysis="dependency_scores", examples=stats["sentences"],
+                  info=stats)
+
+
+def dependency_scores_gather(dump_manifest: str | Path, partials: list[str], output: str | Path) -> dict[str, Any]:
+    """The dump's score table from its shards' partials: the rows and metadata one process writes."""
+    dump = AttentionDump(Path(dump_manifest).parent)
+    shards = read_partials(partials, dump, "dependency_scores")
+    first = shards[0][1]
+    for _, info in shards[1:]:
+        for key in ("offsets", "relations", "input_protocol", "num_layers", "num_heads"):
+            if info.get(key) != first.get(key):
+                raise AtlasError(f"{dump.directory}: the shards' dependency partials differ in {key} (they were "
+                                 "scored with different settings); delete them and rerun snakemake")
+    stats = {**first, "dump": str(dump.directory)}
+    for key in ("sentences", "words_skipped_no_unit", "seconds"):
+        stats[key] = sum(info[key] for _, info in shards)
+    stats["seconds"] = round(stats["seconds"], 2)
+    # Without the partials' labels: the part carries its own metadata (stats) only.
+    table = sort_scores(pa.concat_tables([table.replace_schema_metadata(None) for table, _ in shards]),
+                        first["relations"])
+    write_scores(table, stats, output)
     return stats
