@@ -219,7 +219,7 @@ def test_adding_a_treebank_entry_plans_only_its_branch(built):
     assert {"results/data/de/train.parquet", "results/tokens/tiny/de/dev.parquet",
             "results/analysis/syntax/tiny/pretrained/dependency/de_dev.parquet"} <= outputs
     branch = re.compile(r"results/(data/de/|annotation/de/|tokens/[^/]+/de/|attention/[^/]+/[^/]+/de/"
-                        r"|analysis/syntax/[^/]+/[^/]+/(dependency/de_|probe_features/de_|probes/de/)"
+                        r"|analysis/syntax/[^/]+/[^/]+/(dependency/de_|dependency/shards/de_|probe_features/de_|probes/de/)"
                         r"|analysis/syntax/[^/]+/baselines/de/"
                         # the found heads read the study-wide dependency_best table, which gains de's rows
                         r"|analysis/ablation/[^/]+/found_heads\.csv$)")
