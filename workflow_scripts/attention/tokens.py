@@ -144,9 +144,11 @@ def write_token_table(checkpoint_manifest: str | Path, data_path: str | Path, an
     return stats
 
 
-def token_words(token_table_path: str | Path) -> dict[int, np.ndarray]:
-    """word_index of every token, per example: what word-level conversion needs."""
-    table = pq.read_table(token_table_path, columns=["example_id", "word_index"])
+def token_words(token_table_path: str | Path, example_ids: list[int] | None = None) -> dict[int, np.ndarray]:
+    """word_index of every token, per example (of ``example_ids`` only, e.g. a shard's): what word-level
+    conversion needs."""
+    filters = None if example_ids is None else [("example_id", "in", example_ids)]
+    table = pq.read_table(token_table_path, columns=["example_id", "word_index"], filters=filters)
     example = table["example_id"].to_numpy()
     word = table["word_index"].to_numpy()
     bounds = np.flatnonzero(np.diff(example)) + 1

@@ -99,10 +99,12 @@ def token_roles(tokens: Iterable[str], special: np.ndarray, input_ids: np.ndarra
 
 def read_token_roles(token_table: str | Path, sep_token_id: int | None = None,
                      example_ids: Iterable[int] | None = None) -> dict[int, TokenRoles]:
-    """Token roles of every example of a token table (or of ``example_ids`` only)."""
+    """Token roles of every example of a token table (or of ``example_ids`` only: only their rows are read)."""
     columns = ["example_id", "token_index", "token", "input_id", "special"]
+    example_ids = None if example_ids is None else [int(i) for i in example_ids]
     try:
-        table = pq.read_table(token_table, columns=columns)
+        table = pq.read_table(token_table, columns=columns,
+                              filters=None if example_ids is None else [("example_id", "in", example_ids)])
     except (OSError, KeyError, ValueError) as exc:
         raise AtlasError(f"{token_table}: cannot read token table columns {columns} ({exc}); rerun snakemake "
                          "to rebuild it") from exc
@@ -300,7 +302,8 @@ def surface_heads_shard(dump_manifest: str | Path, token_table: str | Path, outp
     """One shard's per-example sums (rule surface_heads_shard); :func:`surface_heads_gather` makes the part."""
     dump = AttentionDump(Path(dump_manifest).parent)
     file = shard_file(shard)
-    accumulator = _accumulate(dump, read_token_roles(token_table, sep_token_id), shards=[file])
+    roles = read_token_roles(token_table, sep_token_id, example_ids=dump.shard_example_ids(file))
+    accumulator = _accumulate(dump, roles, shards=[file])
     write_partial(accumulator.table(), output, dump=dump, shard=file, analysis="surface_heads",
                   examples=len(accumulator))
 

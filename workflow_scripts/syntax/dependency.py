@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..attention.partials import read_partials, shard_file, write_partial
@@ -181,9 +182,11 @@ def score_sentence(maps: np.ndarray, unit_word: np.ndarray, heads: Sequence[int]
         offset_correct=(member.T @ off_ok.astype(np.int32)), skipped=skipped)
 
 
-def read_trees(annotation_path: str | Path) -> dict[int, tuple[list[str], list[str], list[int], list[str]]]:
-    """example_id -> (words, upos, head, deprel) of a gold annotation table."""
-    table = pq.read_table(annotation_path, columns=["example_id", "words", "upos", "head", "deprel"])
+def read_trees(annotation_path: str | Path, example_ids: list[int] | None = None
+               ) -> dict[int, tuple[list[str], list[str], list[int], list[str]]]:
+    """example_id -> (words, upos, head, deprel) of a gold annotation table (of ``example_ids`` only)."""
+    filters = None if example_ids is None else [("example_id", "in", example_ids)]
+    table = pq.read_table(annotation_path, columns=["example_id", "words", "upos", "head", "deprel"], filters=filters)
     trees = {}
     for eid, words, upos, head, deprel in zip(*(table[c].to_pylist() for c in table.column_names)):
         if head is None or deprel is None:
@@ -206,10 +209,14 @@ def score_tables(dump: AttentionDump, token_table: str | Path, annotation: str |
     vocabulary comes from every tree of the annotation, so the shards of one dump share it.
     """
     start = time.perf_counter()
-    trees = read_trees(annotation)
-    words_of_tokens = token_words(token_table)
+    # A shard's job reads the trees and token rows of its shard's examples only; the relation vocabulary
+    # comes from every tree's labels, so that all shards of a dump share it.
+    example_ids = None if shards is None else [i for f in shards for i in dump.shard_example_ids(f)]
+    trees = read_trees(annotation, example_ids)
+    words_of_tokens = token_words(token_table, example_ids)
     n_words = {eid: len(tree[0]) for eid, tree in trees.items()}
-    relations = relation_vocabulary(tree[3] for tree in trees.values())
+    labels = pq.read_table(annotation, columns=["deprel"])["deprel"]
+    relations = relation_vocabulary([pc.unique(pc.list_flatten(labels)).drop_null().to_pylist()])
     vocabulary = {r: i for i, r in enumerate(relations)}
     offsets = offsets_for(max_offset)
     missing = set(words_of_tokens) - set(trees)
