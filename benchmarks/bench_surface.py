@@ -71,7 +71,7 @@ def measure(mode: str, dump: str, tokens: str, limit: int | None) -> dict:
 def _shard_job(dump: str, tokens: str, shard: str, output: str) -> None:
     from workflow_scripts.surface.statistics import surface_heads_shard
 
-    surface_heads_shard(Path(dump) / "manifest.json", tokens, output, shard=shard)
+    surface_heads_shard(Path(dump) / "manifest.json", tokens, output, shard_group=shard)
 
 
 def run_shard_jobs(dump: Path, tokens: Path, jobs: int) -> dict:

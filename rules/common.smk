@@ -41,3 +41,4 @@ wildcard_constraints:
     corpus="[a-z0-9]+",
     checkpoint="[^/]+",
     shard="shard-[0-9]{4}-of-[0-9]{4}",
+    shard_group="shards?-[0-9]{4}(-[0-9]{4})?-of-[0-9]{4}",

@@ -8,16 +8,17 @@ SURFACE_PART = STUDY.paths.analysis("surface", "{model}", "{checkpoint}")
 SURFACE_FIGURES = f"{STUDY.results}/figures/surface"
 
 
-# The surface statistics and attention distance sum over a dump's examples: one job per shard of the dump
-# (`--cores N` and the SLURM profile run N at once) writes its examples' sums under shards/, and the part's
-# job gathers them into the table one job over the whole dump would write (workflow_scripts/attention/partials.py).
+# The surface statistics and attention distance sum over a dump's examples: one job per shard group of the dump
+# (attention.analysis_shards_per_job shards, by default one; `--cores N` and the SLURM profile run N jobs at once)
+# writes its examples' sums under shards/, and the part's job gathers them into the table one job over the whole
+# dump would write (workflow_scripts/attention/partials.py).
 rule surface_heads_shard:
     input:
         unpack(STUDY.inputs.surface),
     output:
-        f"{SURFACE_PART}/shards/surface_heads.{{shard}}.parquet",
+        f"{SURFACE_PART}/shards/surface_heads.{{shard_group}}.parquet",
     log:
-        f"{STUDY.results}/logs/surface/{{model}}_{{checkpoint}}_surface_heads.{{shard}}.log",
+        f"{STUDY.results}/logs/surface/{{model}}_{{checkpoint}}_surface_heads.{{shard_group}}.log",
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -36,7 +37,9 @@ rule surface_heads_part:
     input:
         dump=lambda wc: STUDY.inputs.surface(wc)["dump"],
         partials=expand(
-            f"{SURFACE_PART}/shards/surface_heads.{{shard}}.parquet", shard=STUDY.shard_stems, allow_missing=True
+            f"{SURFACE_PART}/shards/surface_heads.{{shard_group}}.parquet",
+            shard_group=STUDY.shard_groups,
+            allow_missing=True,
         ),
     output:
         f"{SURFACE_PART}/surface_heads.csv",
@@ -113,9 +116,9 @@ rule attention_distance_shard:
     input:
         dump=lambda wc: STUDY.inputs.surface(wc)["dump"],
     output:
-        f"{SURFACE_PART}/shards/attention_distance.{{shard}}.parquet",
+        f"{SURFACE_PART}/shards/attention_distance.{{shard_group}}.parquet",
     log:
-        f"{STUDY.results}/logs/surface/{{model}}_{{checkpoint}}_attention_distance.{{shard}}.log",
+        f"{STUDY.results}/logs/surface/{{model}}_{{checkpoint}}_attention_distance.{{shard_group}}.log",
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -133,7 +136,9 @@ rule attention_distance_part:
     input:
         dump=lambda wc: STUDY.inputs.surface(wc)["dump"],
         partials=expand(
-            f"{SURFACE_PART}/shards/attention_distance.{{shard}}.parquet", shard=STUDY.shard_stems, allow_missing=True
+            f"{SURFACE_PART}/shards/attention_distance.{{shard_group}}.parquet",
+            shard_group=STUDY.shard_groups,
+            allow_missing=True,
         ),
     output:
         f"{SURFACE_PART}/attention_distance.csv",

@@ -33,17 +33,18 @@ rule coref_windows:
         "scripts/entry.py"
 
 
-# Scoring sums over a dump's sentences: one job per shard of the dump writes its sentences' counts under
-# dependency/shards/, and dependency_scores gathers them into the part one job over the dump would write.
+# Scoring sums over a dump's sentences: one job per shard group of the dump (attention.analysis_shards_per_job
+# shards) writes its sentences' counts under dependency/shards/, and dependency_scores gathers them into the part
+# one job over the dump would write.
 rule dependency_scores_shard:
     input:
         dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, wc.treebank, wc.split),
         tokens=lambda wc: STUDY.paths.token_table(wc.model, wc.treebank, wc.split),
         annotation=f"{STUDY.results}/annotation/{{treebank}}/{{split}}.parquet",
     output:
-        f"{SYNTAX_PART}/dependency/shards/{{treebank}}_{{split}}.{{shard}}.parquet",
+        f"{SYNTAX_PART}/dependency/shards/{{treebank}}_{{split}}.{{shard_group}}.parquet",
     log:
-        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_dependency_{{treebank}}_{{split}}.{{shard}}.log",
+        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_dependency_{{treebank}}_{{split}}.{{shard_group}}.log",
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -60,8 +61,8 @@ rule dependency_scores:
     input:
         dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, wc.treebank, wc.split),
         partials=expand(
-            f"{SYNTAX_PART}/dependency/shards/{{treebank}}_{{split}}.{{shard}}.parquet",
-            shard=STUDY.shard_stems,
+            f"{SYNTAX_PART}/dependency/shards/{{treebank}}_{{split}}.{{shard_group}}.parquet",
+            shard_group=STUDY.shard_groups,
             allow_missing=True,
         ),
     output:

@@ -14,7 +14,13 @@ from support.tiny_dumps import tiny_dump as _dump
 from workflow_scripts.attention.extract import extract_shard
 from workflow_scripts.attention.gather import adopt_legacy_dumps, gather_manifest
 from workflow_scripts.attention.reader import AttentionDump, CorruptShardError
-from workflow_scripts.attention.shards import RECORD_DIR, shard_names, shard_record_path
+from workflow_scripts.attention.shards import (
+    RECORD_DIR,
+    shard_group_files,
+    shard_groups,
+    shard_names,
+    shard_record_path,
+)
 from workflow_scripts.core.errors import AtlasError
 
 VOLATILE = ("dump_id", "seconds", "timings", "run_id", "sha256")
@@ -145,3 +151,13 @@ def test_a_dump_made_before_shard_jobs_is_adopted_without_rerunning_anything(tmp
     for example in AttentionDump(dump).iter_examples():
         np.testing.assert_array_equal(example.attention, expected.pop(example.example_id))
     assert not expected
+
+
+def test_a_shard_group_names_its_shards_and_a_bad_name_is_refused():
+    for count, per_group in ((1, 1), (4, 1), (4, 3), (7, 2), (3, 5)):
+        files = [file for group in shard_groups(count, per_group) for file in shard_group_files(group)]
+        assert files == shard_names(count)  # every shard once, in order
+    assert shard_group_files("shards-0001-0002-of-0004") == ["shard-0001-of-0004.parquet", "shard-0002-of-0004.parquet"]
+    for bad in ("shards-0002-0001-of-0004", "shard-0004-of-0004", "shards-0000-0004-of-0004", "segments"):
+        with pytest.raises(ValueError, match="shard group|first to a last shard"):
+            shard_group_files(bad)

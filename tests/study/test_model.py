@@ -136,3 +136,15 @@ def test_rule_inputs_follow_the_wildcards_and_the_study():
     rule_classes = inputs.pattern_classes(SimpleNamespace(model=MODEL, checkpoint="pretrained", corpus="cola"))
     assert set(rule_classes) == ({"checkpoint", "features"} if study.config["finetune_effects"]["classifier"] == "rule"
                                  else {"checkpoint", "features", "dump", "tokens", "cnn", "cnn_info"})
+
+
+@pytest.mark.parametrize(("num_shards", "per_job", "groups"), [
+    (4, 1, ["shard-0000-of-0004", "shard-0001-of-0004", "shard-0002-of-0004", "shard-0003-of-0004"]),
+    (4, 2, ["shards-0000-0001-of-0004", "shards-0002-0003-of-0004"]),
+    (5, 2, ["shards-0000-0001-of-0005", "shards-0002-0003-of-0005", "shard-0004-of-0005"]),
+    (3, 8, ["shards-0000-0002-of-0003"]),
+])
+def test_analysis_jobs_read_groups_of_consecutive_shards(num_shards, per_job, groups):
+    study = study_of({"attention": {"num_shards": num_shards, "analysis_shards_per_job": per_job}})
+    assert study.shard_stems == [f"shard-{i:04d}-of-{num_shards:04d}" for i in range(num_shards)]
+    assert study.shard_groups == groups

@@ -88,6 +88,7 @@ DEFAULT = {
         },
         "mem_mb": 8000,
         "num_shards": 4,
+        "analysis_shards_per_job": 1,  # added with the key (the speed issue)
         "compression": "lz4",  # added with the key (the speed issue)
         "implementation": "eager",  # likewise
         "signals": ["attention"],  # added with the key (the signals issue)
@@ -223,6 +224,7 @@ DEFAULT = {
 
 OFFLINE_PROFILE = {
     "ablation": {"tasks": ["cola", "sst2"]},
+    "attention": {"analysis_shards_per_job": 4},
     "annotation": {"annotator": "spacy"},
     "finetune": {
         "group_by_length": True,

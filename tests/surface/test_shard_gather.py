@@ -44,7 +44,7 @@ def _shard_jobs(job, manifest, tmp_path, name):
 def test_surface_shard_jobs_and_their_gather_write_the_one_process_table(three_shard_dump, tmp_path):
     manifest, tokens = three_shard_dump
     serial = surface_heads(manifest, tokens, tmp_path / "serial.csv", resamples=200, seed=3, **LABELS)
-    partials = _shard_jobs(lambda shard, out: surface_heads_shard(manifest, tokens, out, shard=shard),
+    partials = _shard_jobs(lambda shard, out: surface_heads_shard(manifest, tokens, out, shard_group=shard),
                            manifest, tmp_path, "surface_heads")
     assert sorted(len(pq.read_table(p)) for p in partials) == sorted(
         s["rows"] for s in AttentionDump(manifest.parent).manifest["shards"])
@@ -58,7 +58,7 @@ def test_surface_shard_jobs_and_their_gather_write_the_one_process_table(three_s
 def test_distance_shard_jobs_and_their_gather_write_the_one_process_table(three_shard_dump, tmp_path):
     manifest, _ = three_shard_dump
     serial = attention_distance_part(manifest, tmp_path / "serial.csv", resamples=200, seed=3, **LABELS)
-    partials = _shard_jobs(lambda shard, out: attention_distance_shard(manifest, out, shard=shard),
+    partials = _shard_jobs(lambda shard, out: attention_distance_shard(manifest, out, shard_group=shard),
                            manifest, tmp_path, "attention_distance")
     gathered = attention_distance_gather(manifest, partials, tmp_path / "gathered.csv", resamples=200, seed=3,
                                          **LABELS)
@@ -66,11 +66,28 @@ def test_distance_shard_jobs_and_their_gather_write_the_one_process_table(three_
     assert (tmp_path / "gathered.csv").read_bytes() == (tmp_path / "serial.csv").read_bytes()
 
 
+def test_jobs_of_several_shards_each_and_their_gather_write_the_one_process_table(three_shard_dump, tmp_path):
+    """attention.analysis_shards_per_job 2 over 3 shards: a job of shards 0-1 and one of shard 2."""
+    manifest, tokens = three_shard_dump
+    serial = surface_heads(manifest, tokens, tmp_path / "serial.csv", resamples=200, seed=3, **LABELS)
+    groups = {"shards-0000-0001-of-0003": tmp_path / "a.parquet", "shard-0002-of-0003": tmp_path / "b.parquet"}
+    for group, output in groups.items():
+        surface_heads_shard(manifest, tokens, output, shard_group=group)
+    partials = list(groups.values())
+    gathered = surface_heads_gather(manifest, partials, tmp_path / "gathered.csv", resamples=200, seed=3, **LABELS)
+    pd.testing.assert_frame_equal(gathered, serial, check_exact=True)
+    # A one-shard partial beside the group that holds its shard: the shard would count twice.
+    single = tmp_path / "single.parquet"
+    surface_heads_shard(manifest, tokens, single, shard_group="shard-0001-of-0003")
+    with pytest.raises(AtlasError, match="two partials of surface_heads for the shard shard-0001-of-0003"):
+        surface_heads_gather(manifest, [*partials, single], tmp_path / "t.csv", resamples=10, seed=0, **LABELS)
+
+
 def test_the_gather_refuses_a_missing_or_foreign_partial(three_shard_dump, tmp_path):
     manifest, tokens = three_shard_dump
-    surface = _shard_jobs(lambda shard, out: surface_heads_shard(manifest, tokens, out, shard=shard),
+    surface = _shard_jobs(lambda shard, out: surface_heads_shard(manifest, tokens, out, shard_group=shard),
                           manifest, tmp_path, "surface_heads")
-    distance = _shard_jobs(lambda shard, out: attention_distance_shard(manifest, out, shard=shard),
+    distance = _shard_jobs(lambda shard, out: attention_distance_shard(manifest, out, shard_group=shard),
                            manifest, tmp_path, "attention_distance")
     with pytest.raises(AtlasError, match="no partial of surface_heads for the shards shard-0002-of-0003"):
         surface_heads_gather(manifest, surface[:2], tmp_path / "t.csv", resamples=10, seed=0, **LABELS)
@@ -85,7 +102,7 @@ def test_the_gather_refuses_a_missing_or_foreign_partial(three_shard_dump, tmp_p
 
 def test_a_partial_of_an_earlier_extraction_is_refused_and_removed(three_shard_dump, tmp_path):
     manifest, tokens = three_shard_dump
-    partials = _shard_jobs(lambda shard, out: surface_heads_shard(manifest, tokens, out, shard=shard),
+    partials = _shard_jobs(lambda shard, out: surface_heads_shard(manifest, tokens, out, shard_group=shard),
                            manifest, tmp_path, "surface_heads")
     # The dump is extracted again: its manifest's checksum of shard 1 changes.
     rebuilt = tmp_path / "rebuilt"
@@ -104,7 +121,7 @@ def test_a_partial_of_an_earlier_extraction_is_refused_and_removed(three_shard_d
 def test_a_shard_the_dump_does_not_have_is_named(three_shard_dump, tmp_path):
     manifest, tokens = three_shard_dump
     with pytest.raises(AtlasError, match="the dump has no shard shard-0003-of-0004.parquet .*num_shards"):
-        surface_heads_shard(manifest, tokens, tmp_path / "x.parquet", shard="shard-0003-of-0004")
+        surface_heads_shard(manifest, tokens, tmp_path / "x.parquet", shard_group="shard-0003-of-0004")
 
 
 def test_the_separator_id_is_read_from_the_token_table_without_a_tokenizer(tmp_path):

@@ -51,7 +51,7 @@ def test_dependency_shard_jobs_and_their_gather_write_the_one_process_table(tmp_
     partials = []
     for shard in ("shard-0002-of-0003", "shard-0000-of-0003", "shard-0001-of-0003"):  # as parallel jobs finish
         partials.append(tmp_path / f"{shard}.parquet")
-        dependency_scores_shard(manifest, tokens, trees, partials[-1], shard=shard, max_offset=3)
+        dependency_scores_shard(manifest, tokens, trees, partials[-1], shard_group=shard, max_offset=3)
     gathered = tmp_path / "gathered.parquet"
     dependency_scores_gather(manifest, partials, gathered)
     assert pq.read_table(gathered).equals(pq.read_table(serial))
@@ -69,7 +69,10 @@ def test_partials_scored_with_other_settings_are_refused(tmp_path, tiny_bert):
     manifest = dump / "manifest.json"
     partials = [tmp_path / f"{i}.parquet" for i in range(2)]
     for index, (shard, offset) in enumerate((("shard-0000-of-0002", 3), ("shard-0001-of-0002", 4))):
-        dependency_scores_shard(manifest, tokens, trees, partials[index], shard=shard, max_offset=offset)
-    with pytest.raises(AtlasError, match="differ in offsets"):
+        dependency_scores_shard(manifest, tokens, trees, partials[index], shard_group=shard, max_offset=offset)
+    with pytest.raises(AtlasError, match="differ in offsets") as refused:
         dependency_scores_gather(manifest, partials, tmp_path / "out.parquet")
+    assert str(partials[0]) in str(refused.value) and str(partials[1]) in str(refused.value)
+    # Which setting is current cannot be told from the files: both are removed, so the next run recomputes them.
+    assert not any(path.exists() for path in partials)
     assert len(AttentionDump(dump)) == len(SENTENCES)

@@ -229,7 +229,7 @@ def test_a_corrupt_shard_fails_the_analysis_and_the_next_plain_run_rebuilds_it(b
 
 
 def test_a_job_killed_mid_run_leaves_nothing_a_rerun_trusts(built):
-    # Runs last: it ends by bringing the study up to date again.
+    # Runs late: it ends with nothing to do (the half-made wiki dump is not needed by any planned output).
     dump = built / "results" / "attention" / "tiny" / "pretrained" / "wiki" / "segments"
     logs = built / "results" / "logs" / "attention"
     shard_logs = "tiny_pretrained_wiki_segments.shard-*.log"  # one extract_attention job per shard
@@ -267,3 +267,28 @@ def test_a_job_killed_mid_run_leaves_nothing_a_rerun_trusts(built):
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     final = snakemake(built, "--dry-run")
     assert "Nothing to be done" in final.stdout + final.stderr
+
+
+def test_shards_per_analysis_job_change_the_jobs_not_the_tables(built):
+    """attention.analysis_shards_per_job 2 over the tiny study's 2 shards: one job per dump, the same tables.
+    (Last in this module: it leaves the study built under the changed config.)"""
+    results = built / "results"
+    surface = results / "analysis" / "surface" / "tiny" / "pretrained" / "surface_heads.csv"
+    scores = results / "analysis" / "syntax" / "tiny" / "pretrained" / "dependency" / "ewt_dev.parquet"
+    targets = str(surface.relative_to(built)), str(scores.relative_to(built))
+    # Up to date first under the study's own config. The test before this one kills an extraction of the wiki dump
+    # and leaves it half-made (its analyses stay valid), so the dump is named: shard jobs that are new need it.
+    dump = "results/attention/tiny/pretrained/wiki/segments/manifest.json"
+    assert snakemake(built, dump, *targets).returncode == 0
+    before = surface.read_bytes(), pq.read_table(scores)
+    config = _config(built)
+    config["attention"]["analysis_shards_per_job"] = 2
+    (built / "grouped.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake(built, *targets, configfile="grouped.yaml")
+    assert result.returncode == 0, result.stderr[-4000:]
+    ran = set(re.findall(r"^(?:local)?rule (\w+):", result.stdout + result.stderr, re.MULTILINE))
+    assert ran == {"surface_heads_shard", "surface_heads_part", "dependency_scores_shard", "dependency_scores"}
+    assert (surface.parent / "shards" / "surface_heads.shards-0000-0001-of-0002.parquet").exists()
+    assert surface.read_bytes() == before[0]
+    after = pq.read_table(scores)
+    assert after.equals(before[1])

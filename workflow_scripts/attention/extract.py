@@ -129,12 +129,10 @@ def read_examples(token_table: str | Path) -> tuple[np.ndarray, list[np.ndarray]
     return first, ids, types
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
+def file_sha256(path: str | Path) -> str:
+    """A shard's sha256, as its record and the dump's manifest list it."""
     with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 @dataclass
@@ -297,7 +295,7 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
         stack.pop_all().close()  # rename the shard into place (and stop a writer thread of our own)
     timings["closing shards"] += time.perf_counter() - began
     began = time.perf_counter()
-    digest = _sha256(destination)
+    digest = file_sha256(destination)
     timings["shard sha256"] += time.perf_counter() - began
     lengths = ex.lengths[lo:hi]
     shard = {"file": name, "rows": hi - lo, "first_position": lo,

@@ -12,7 +12,7 @@ def surface_heads_shard(smk: Any) -> None:
     from ..surface.statistics import separator_token_id
     from ..surface.statistics import surface_heads_shard as run
 
-    run(smk.input.dump, smk.input.tokens, smk.output[0], shard=smk.wildcards.shard,
+    run(smk.input.dump, smk.input.tokens, smk.output[0], shard_group=smk.wildcards.shard_group,
         sep_token_id=separator_token_id(smk.input.checkpoint, offline=smk.params.offline, token_table=smk.input.tokens))
 
 
@@ -101,7 +101,7 @@ def head_clusters_figure(smk: Any) -> None:
 def attention_distance_shard(smk: Any) -> None:
     from ..surface.distance import attention_distance_shard as run
 
-    run(smk.input.dump, smk.output[0], shard=smk.wildcards.shard)
+    run(smk.input.dump, smk.output[0], shard_group=smk.wildcards.shard_group)
 
 
 @entry_point("attention_distance_part")

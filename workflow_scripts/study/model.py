@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ..attention.shards import shard_stem
+from ..attention.shards import shard_groups, shard_stem
 from ..core.errors import ConfigError
 from ..core.subjects import base_model, split_subject, subject_name
 from ..data.corpora import WINDOW_SUFFIX, Corpora
@@ -113,6 +113,13 @@ class Study:
         per shard of a dump (extraction, and the analyses that sum over its examples)."""
         count = self.config["attention"]["num_shards"]
         return [shard_stem(index, count) for index in range(count)]
+
+    @property
+    def shard_groups(self) -> list[str]:
+        """The ``shard_group`` wildcard's values: the shards each job of the analyses that sum over a dump's
+        examples reads, attention.analysis_shards_per_job consecutive shards per job (shards.shard_groups)."""
+        attention = self.config["attention"]
+        return shard_groups(attention["num_shards"], attention["analysis_shards_per_job"])
 
     def task_spec(self, task: str) -> TaskSpec:
         return self.corpora.tasks[task]

@@ -23,8 +23,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..attention.partials import read_partials, shard_file, write_partial
+from ..attention.partials import read_partials, write_partial
 from ..attention.reader import AttentionDump
+from ..attention.shards import shard_group_files
 from ..core.errors import AtlasError
 from ..core.stats import ratio_bootstrap_ci
 from .statistics import write_labelled_part
@@ -96,12 +97,12 @@ def attention_distance_part(dump_manifest: str | Path, output: str | Path, *, mo
     return write_labelled_part(frame, output, model=model, checkpoint=checkpoint, corpus=corpus, split=split)
 
 
-def attention_distance_shard(dump_manifest: str | Path, output: str | Path, *, shard: str) -> None:
-    """One shard's per-example distance sums (rule attention_distance_shard)."""
+def attention_distance_shard(dump_manifest: str | Path, output: str | Path, *, shard_group: str) -> None:
+    """One shard group's per-example distance sums (rule attention_distance_shard)."""
     dump = AttentionDump(Path(dump_manifest).parent)
-    file = shard_file(shard)
-    table = _distance_sums(dump, shards=[file])
-    write_partial(table, output, dump=dump, shard=file, analysis="attention_distance", examples=table.num_rows)
+    files = shard_group_files(shard_group)
+    table = _distance_sums(dump, shards=files)
+    write_partial(table, output, dump=dump, shards=files, analysis="attention_distance", examples=table.num_rows)
 
 
 def attention_distance_gather(dump_manifest: str | Path, partials: list[str], output: str | Path, *, model: str,

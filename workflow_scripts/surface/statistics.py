@@ -32,8 +32,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..attention.partials import read_partials, shard_file, write_partial
+from ..attention.partials import read_partials, write_partial
 from ..attention.reader import AttentionDump
+from ..attention.shards import shard_group_files
 from ..core.errors import AtlasError
 from ..core.io import read_csv, read_metadata, write_csv
 from ..core.stats import ratio_bootstrap_ci
@@ -297,14 +298,16 @@ def surface_heads(dump_manifest: str | Path, token_table: str | Path, output: st
     return write_labelled_part(frame, output, model=model, checkpoint=checkpoint, corpus=corpus, split=split)
 
 
-def surface_heads_shard(dump_manifest: str | Path, token_table: str | Path, output: str | Path, *, shard: str,
-                        sep_token_id: int | None = None) -> None:
-    """One shard's per-example sums (rule surface_heads_shard); :func:`surface_heads_gather` makes the part."""
+def surface_heads_shard(dump_manifest: str | Path, token_table: str | Path, output: str | Path, *,
+                        shard_group: str, sep_token_id: int | None = None) -> None:
+    """One shard group's per-example sums (rule surface_heads_shard; ``shard_group`` is a name of
+    shards.shard_groups); :func:`surface_heads_gather` makes the part."""
     dump = AttentionDump(Path(dump_manifest).parent)
-    file = shard_file(shard)
-    roles = read_token_roles(token_table, sep_token_id, example_ids=dump.shard_example_ids(file))
-    accumulator = _accumulate(dump, roles, shards=[file])
-    write_partial(accumulator.table(), output, dump=dump, shard=file, analysis="surface_heads",
+    files = shard_group_files(shard_group)
+    example_ids = np.concatenate([dump.shard_example_ids(file) for file in files])
+    roles = read_token_roles(token_table, sep_token_id, example_ids=example_ids)
+    accumulator = _accumulate(dump, roles, shards=files)
+    write_partial(accumulator.table(), output, dump=dump, shards=files, analysis="surface_heads",
                   examples=len(accumulator))
 
 

@@ -46,8 +46,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..attention.partials import read_partials, shard_file, write_partial
+from ..attention.partials import read_partials, write_partial
 from ..attention.reader import AttentionDump
+from ..attention.shards import shard_group_files
 from ..attention.tokens import token_words
 from ..core.errors import AtlasError
 from ..core.io import write_table
@@ -286,25 +287,22 @@ def score_dependency_heads(dump_dir: str | Path, token_table: str | Path, annota
 
 
 def dependency_scores_shard(dump_manifest: str | Path, token_table: str | Path, annotation: str | Path,
-                            output: str | Path, *, shard: str, max_offset: int) -> None:
-    """One shard's per-sentence scores (rule dependency_scores_shard); :func:`dependency_scores_gather` joins them."""
+                            output: str | Path, *, shard_group: str, max_offset: int) -> None:
+    """One shard group's per-sentence scores (rule dependency_scores_shard); :func:`dependency_scores_gather`
+    joins them."""
     dump = AttentionDump(Path(dump_manifest).parent)
-    file = shard_file(shard)
-    table, stats = score_tables(dump, token_table, annotation, max_offset=max_offset, shards=[file])
-    write_partial(table, output, dump=dump, shard=file, analysis="dependency_scores", examples=stats["sentences"],
+    files = shard_group_files(shard_group)
+    table, stats = score_tables(dump, token_table, annotation, max_offset=max_offset, shards=files)
+    write_partial(table, output, dump=dump, shards=files, analysis="dependency_scores", examples=stats["sentences"],
                   info=stats)
 
 
 def dependency_scores_gather(dump_manifest: str | Path, partials: list[str], output: str | Path) -> dict[str, Any]:
     """The dump's score table from its shards' partials: the rows and metadata one process writes."""
     dump = AttentionDump(Path(dump_manifest).parent)
-    shards = read_partials(partials, dump, "dependency_scores")
+    shards = read_partials(partials, dump, "dependency_scores",
+                           agree_on=("offsets", "relations", "input_protocol", "num_layers", "num_heads"))
     first = shards[0][1]
-    for _, info in shards[1:]:
-        for key in ("offsets", "relations", "input_protocol", "num_layers", "num_heads"):
-            if info.get(key) != first.get(key):
-                raise AtlasError(f"{dump.directory}: the shards' dependency partials differ in {key} (they were "
-                                 "scored with different settings); delete them and rerun snakemake")
     stats = {**first, "dump": str(dump.directory)}
     for key in ("sentences", "words_skipped_no_unit", "seconds"):
         stats[key] = sum(info[key] for _, info in shards)
