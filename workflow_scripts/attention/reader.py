@@ -183,15 +183,17 @@ class AttentionDump:
                          f"{', '.join(self.shard_files)}); attention.num_shards changed since the dump was "
                          "written, so rerun snakemake to rebuild it")
 
-    def shard_example_ids(self, file: str) -> list[int]:
-        """The example ids one shard holds (its id column alone, checked like every read): what a per-shard
-        job needs of the token table and annotation, instead of all of them."""
-        entry = self.shard_entry(file)
-        parquet = self._open(entry)
-        try:
-            return parquet.read(columns=["example_id"])["example_id"].to_pylist()
-        except Exception as exc:  # checksum mismatch, truncated page
-            raise self._corrupt(self.directory / file, f"{type(exc).__name__}: {exc}") from exc
+    def shard_example_ids(self, files: Collection[str]) -> list[int]:
+        """The example ids some shards hold, in storage order (their id columns alone, checked like every read):
+        what a per-shard job needs of the token table and annotation, instead of all of them."""
+        ids: list[int] = []
+        for file in files:
+            parquet = self._open(self.shard_entry(file))
+            try:
+                ids.extend(parquet.read(columns=["example_id"])["example_id"].to_pylist())
+            except Exception as exc:  # checksum mismatch, truncated page
+                raise self._corrupt(self.directory / file, f"{type(exc).__name__}: {exc}") from exc
+        return ids
 
     def iter_examples(self, shards: Collection[str] | None = None) -> Iterator[ExampleMaps]:
         """Every example's token-level maps, one row group in memory at a time (storage order).

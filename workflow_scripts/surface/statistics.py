@@ -117,12 +117,9 @@ def read_token_roles(token_table: str | Path, sep_token_id: int | None = None,
     input_ids = table["input_id"].to_numpy()
     special = table["special"].to_numpy(zero_copy_only=False)
     bounds = np.concatenate([[0], np.flatnonzero(np.diff(example)) + 1, [len(example)]])
-    wanted = None if example_ids is None else {int(i) for i in example_ids}
     roles = {}
-    for start, end in zip(bounds[:-1], bounds[1:]):
+    for start, end in zip(bounds[:-1], bounds[1:]):  # the read filter kept only example_ids' rows
         example_id = int(example[start])
-        if wanted is not None and example_id not in wanted:
-            continue
         if not np.array_equal(index[start:end], np.arange(end - start)):
             raise AtlasError(f"{token_table}: the tokens of example {example_id} are not stored in order "
                              "0..T-1; rebuild the token table")
@@ -304,8 +301,7 @@ def surface_heads_shard(dump_manifest: str | Path, token_table: str | Path, outp
     shards.shard_groups); :func:`surface_heads_gather` makes the part."""
     dump = AttentionDump(Path(dump_manifest).parent)
     files = shard_group_files(shard_group)
-    example_ids = np.concatenate([dump.shard_example_ids(file) for file in files])
-    roles = read_token_roles(token_table, sep_token_id, example_ids=example_ids)
+    roles = read_token_roles(token_table, sep_token_id, example_ids=dump.shard_example_ids(files))
     accumulator = _accumulate(dump, roles, shards=files)
     write_partial(accumulator.table(), output, dump=dump, shards=files, analysis="surface_heads",
                   examples=len(accumulator))

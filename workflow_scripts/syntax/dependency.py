@@ -212,7 +212,7 @@ def score_tables(dump: AttentionDump, token_table: str | Path, annotation: str |
     start = time.perf_counter()
     # A shard's job reads the trees and token rows of its shard's examples only; the relation vocabulary
     # comes from every tree's labels, so that all shards of a dump share it.
-    example_ids = None if shards is None else [i for f in shards for i in dump.shard_example_ids(f)]
+    example_ids = None if shards is None else dump.shard_example_ids(shards)
     trees = read_trees(annotation, example_ids)
     words_of_tokens = token_words(token_table, example_ids)
     n_words = {eid: len(tree[0]) for eid, tree in trees.items()}
