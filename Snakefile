@@ -30,28 +30,41 @@ include: "rules/explorer.smk"
 
 
 # One run at a time per results folder, from whichever clone or working directory
-# (workflow_scripts/results_lock.py). onstart runs only in the main process of a real run,
-# after the DAG is built and before any job: not in dry runs, --unlock or job processes.
+# (workflow_scripts/core/results_lock.py; it stands in for Snakemake's own lock, which the profiles
+# turn off so that a killed run needs no --unlock). onstart runs only in the main process of a real
+# run, after the DAG is built and before any job: not in dry runs, --unlock or job processes. It
+# also removes what killed jobs of earlier runs left in the results folder.
+import sys
+
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from workflow_scripts.core import results_lock
+from workflow_scripts.core import failures, results_lock
+from workflow_scripts.core.closing_message import on_success
 from workflow_scripts.core.errors import AtlasError
 
 
 onstart:
     try:
-        results_lock.on_start(workflow, STUDY.results, warn=logger.warning)
+        results_lock.on_start(workflow, STUDY.results, warn=logger.warning, note=logger.info)
     except AtlasError as error:
         raise WorkflowError(str(error)) from None
 
 
+# A successful run of the whole study ends with where its explorer pages are and the command that
+# builds the report (workflow_scripts/core/closing_message.py).
 onsuccess:
     results_lock.release(STUDY.results)
+    if message := on_success(workflow, STUDY.results, sys.argv):
+        logger.info(message)
 
 
+# A failed run ends with one block per failed job: its message and fix as the job recorded them,
+# and its log (workflow_scripts/core/failures.py); tracebacks stay in the logs.
 onerror:
     results_lock.release(STUDY.results)
+    if message := failures.report(workflow):
+        logger.error(message)
 
 
 rule all:

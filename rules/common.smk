@@ -4,10 +4,24 @@ import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake_interface_executor_plugins.settings import ExecMode
 from snakemake.logging import logger
 from snakemake.utils import validate
 
 sys.path.insert(0, workflow.basedir)
+
+# Every relative path of the config (results, downloads, stanza_dir) and Snakemake's own .snakemake/ is
+# made in the working directory. A run started in a folder inside the repository (cd docs; snakemake -s
+# ../Snakefile) would put a second results/ there unnoticed, so the main process stops; a working directory
+# outside the repository, or one named with --directory, is a deliberate choice and is kept. Job processes
+# run wherever the main process put them (a cluster job is started in its directory, without --directory).
+_cwd, _repo = Path.cwd().resolve(), Path(workflow.basedir).resolve()
+if workflow.exec_mode == ExecMode.DEFAULT and workflow.overwrite_workdir is None and _repo in _cwd.parents:
+    raise WorkflowError(
+        f"snakemake runs in {_cwd}, a folder inside the repository: the study's results/ and .snakemake/ "
+        f"would be made there; run it from the repository root (cd {_repo}), or name the working "
+        "directory with --directory DIR"
+    )
 
 from workflow_scripts.core.errors import ConfigError
 from workflow_scripts.study.config import check_schema, check_semantics, coerce_config, load_schema

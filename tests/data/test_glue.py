@@ -280,7 +280,7 @@ def test_build_glue_offline_without_mirror_files(tmp_path):
     assert "no mirror is set" in message
     assert "places tried:" in message
     assert "hub dataset nyu-mll/glue (rte, validation) (skipped: 'offline' is true)" in message
-    assert "fix: give a mirror directory that" in message
+    assert "fix: run from a mirror: snakemake --profile profiles/offline --config mirror=PATH" in message
     assert not output.exists()
 
 
@@ -294,7 +294,7 @@ def test_build_glue_offline_with_mirror_lacking_the_split(tmp_path):
     assert f"the mirror {mirror} does not hold it" in message
     assert f"mirror {mirror / 'glue/SST-2/train.tsv'}" in message
     assert f"mirror {mirror / 'glue/SST-2/train.first20000lines.tsv'}" in message
-    assert "fix: give a mirror directory that" in message
+    assert "fix: run from a mirror: snakemake --profile profiles/offline --config mirror=PATH" in message
 
 
 def test_build_glue_bad_file_leaves_no_output(tmp_path):

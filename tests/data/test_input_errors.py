@@ -249,9 +249,12 @@ def test_build_glue_glove_wic_treebank_from_mirror_files(tmp_path):
 def test_unavailable_source_names_mirror_layout_not_a_folder_outside_the_repository():
     message = str(unavailable("cola", "dev", ["hub dataset nyu-mll/glue (cola, validation)"], None, None))
     assert "shared/" not in message
-    assert "fix: give a mirror directory that holds glue/CoLA/dev.tsv" in message
+    assert "\nfix: run from a mirror: snakemake --profile profiles/offline --config mirror=PATH --cores all\n" \
+        "  (PATH holds glue/CoLA/dev.tsv, paths relative to it;" in message
+    assert message.endswith("python -m workflow_scripts.entrypoints.prefetch (README, 'Cluster without internet "
+                            "on compute nodes').")
     wic = str(unavailable("wic", "train", [], None, "/m"))
-    assert "holds wic/train/train.data.txt and wic/train/train.gold.txt (paths relative to it)" in wic
+    assert "PATH holds wic/train/train.data.txt and wic/train/train.gold.txt, paths relative to it" in wic
     wiki = str(unavailable("wiki", "segments", [], None, None))
     assert "wikitext-103-raw/wiki.train.raw or wikitext-2-raw/wiki.train.raw" in wiki
     assert "shared/" not in wic + wiki

@@ -46,7 +46,7 @@ def test_build_treebank_offline_without_mirror(tmp_path):
     assert "corpus 'ewt', split 'train'" in message
     assert ("https://raw.githubusercontent.com/UniversalDependencies/UD_English-EWT/r2.16/"
             "en_ewt-ud-train.conllu (skipped: 'offline' is true)") in message
-    assert "fix: give a mirror directory that" in message
+    assert "fix: run from a mirror: snakemake --profile profiles/offline --config mirror=PATH" in message
     assert not (tmp_path / "ewt.parquet").exists()
     assert not (tmp_path / "dl").exists()
 
@@ -61,7 +61,7 @@ def test_build_mentions_offline_with_mirror_lacking_file(tmp_path):
     assert "corpus 'gum', split 'test'" in message
     assert f"mirror {mirror / 'ud/UD_English-GUM/en_gum-ud-test.conllu'}" in message
     assert "UD_English-GUM/r2.15/en_gum-ud-test.conllu" in message
-    assert "fix: give a mirror directory that" in message
+    assert "fix: run from a mirror: snakemake --profile profiles/offline --config mirror=PATH" in message
 
 
 def test_build_treebank_bad_file_leaves_no_output(tmp_path):

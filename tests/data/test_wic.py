@@ -125,7 +125,7 @@ def test_build_wic_from_mirror_and_offline_error(tmp_path):
     assert "corpus 'wic', split 'train'" in message
     assert f"mirror {mirror / 'wic/train/train.data.txt'}" in message
     assert f"{WIC_RELEASE['url']} (skipped: 'offline' is true)" in message
-    assert "fix: give a mirror directory that" in message
+    assert "fix: run from a mirror: snakemake --profile profiles/offline --config mirror=PATH" in message
     assert not (tmp_path / "out" / "wic_train.parquet").exists()
     assert not (tmp_path / "dl").exists()
     assert no_partials(tmp_path) == []

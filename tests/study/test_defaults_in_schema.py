@@ -1,13 +1,11 @@
 """Defaults in the schema only: no key of config.yaml restates its schema default, every key of the
-schema has a default or is required and is described, and the profiles name configfiles that exist."""
+schema has a default or is required and is described (the profiles' configfiles: test_profile_paths.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
 import yaml
-from snakemake.common.configfile import load_configfile
 
 from support.paths import REPO, SCHEMA_PATH
 from support.resolved_config import typed
@@ -61,13 +59,6 @@ def test_every_schema_key_has_a_default_or_is_required():
 
     walk(load_schema(SCHEMA_PATH), "")
     assert missing == []
-
-
-@pytest.mark.parametrize("profile", sorted(p.name for p in (REPO / "profiles").iterdir() if p.is_dir()))
-def test_profiles_name_existing_configfiles(profile):
-    configfiles = load_configfile(str(REPO / "profiles" / profile / "config.yaml")).get("configfile") or []
-    for path in [configfiles] if isinstance(configfiles, str) else configfiles:
-        assert (REPO / path).is_file(), f"profiles/{profile}: configfile {path} does not exist"
 
 
 def test_every_schema_key_is_described():

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from snakemake.common.configfile import load_configfile
+from snakemake.profiles import ProfileConfigFileParser
 
 from support.paths import REPO, SCHEMA_PATH
 from support.resolved_config import DEFAULT, OFFLINE_PROFILE, OVERRIDDEN, OVERRIDES, merged, resolve, typed
@@ -22,6 +23,14 @@ from workflow_scripts.data.corpora import Corpora
 from workflow_scripts.study.config import load_schema, selected_corpora
 
 OFFLINE_PROFILE_DIR = REPO / "profiles" / "offline"
+
+
+def profile_configfiles(profile_dir: Path) -> list[Path]:
+    """A profile's configfile paths as Snakemake reads them: its own parser takes a single path from the profile's
+    folder where the file is there (profiles/offline's study.yaml), a list's paths from the working directory."""
+    with open(profile_dir / "config.yaml", encoding="utf-8") as stream:
+        files = ProfileConfigFileParser().parse(stream).get("configfile") or []
+    return [REPO / path for path in ([files] if isinstance(files, str) else files)]
 
 
 def test_the_default_study_resolves_as_before():
@@ -44,8 +53,7 @@ def _mirror_of(config: dict[str, Any], root: Path) -> Path:
 
 
 def test_the_offline_profile_resolves_as_before(tmp_path):
-    profile = load_configfile(str(OFFLINE_PROFILE_DIR / "config.yaml"))
-    configfiles = [REPO / path for path in profile["configfile"]]
+    configfiles = profile_configfiles(OFFLINE_PROFILE_DIR)
     assert typed(resolve(*configfiles, semantics=False)) == typed(merged(DEFAULT, OFFLINE_PROFILE))
 
     # As run (--config mirror=PATH), with the semantic checks too where the offline model is installed.
@@ -126,8 +134,7 @@ def test_resolve_merges_as_snakemake_does(tmp_path, profile):
     configfiles: list[Path] = []
     if profile:
         command += ["--profile", str(REPO / "profiles" / profile)]
-        profile_config = load_configfile(str(REPO / "profiles" / profile / "config.yaml"))
-        configfiles = [REPO / p for p in profile_config["configfile"]]
+        configfiles = profile_configfiles(REPO / "profiles" / profile)
     command += ["--config", *OVERRIDES]
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]

@@ -14,8 +14,9 @@ from support.resolved_config import resolve
 from workflow_scripts.core.io import write_table
 from workflow_scripts.study.config import resolve_config
 from workflow_scripts.study.model import build_study
-from workflow_scripts.study.plan import format_plan, forward_passes, make_plan, rule_stages, stage_of
+from workflow_scripts.study.plan import PASS_COUNTS, format_plan, forward_passes, make_plan, rule_stages, stage_of
 from workflow_scripts.study.plan_sizes import BYTES_PER_VALUE, model_shape, size_dump, split_size
+from workflow_scripts.study.plan_timing import Rates, duration
 from workflow_scripts.study.stages import STAGES
 
 
@@ -98,6 +99,9 @@ def test_caps_apply_to_dumps_and_fine_tuning(tiny):
     _rows(results / "data" / "ewt" / "dev.parquet", list(range(3)))
     found = forward_passes(study, [dev, wiki], shapes)["ablation_found_heads_at_most"]
     assert split_size(study, "ewt", "dev")[0] == 3 and found == (3 + 6) * (1 + heads)
+    # The one model holds every count (the time estimate multiplies each model's counts by its rates).
+    per_model = forward_passes(study, [dev, wiki], shapes)["per_model"]
+    assert list(per_model) == ["tiny"] and per_model["tiny"]["ablation_found_heads_at_most"] == found
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +113,9 @@ def plan(tiny) -> dict:
           max_length=32, max_examples=None, input_protocol="words")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(tiny)  # where Snakemake keeps its .snakemake folder
-        return make_plan([str(tiny / "tiny.yaml")], [f"results={results}"], network=False)
+        # Rates given (as --rate gives them): the estimate is known by construction, and nothing is timed.
+        return make_plan([str(tiny / "tiny.yaml")], [f"results={results}"], network=False,
+                         rates=Rates(forward=0.5, train=2.0, how="given with --rate"))
 
 
 def test_jobs_are_counted_per_stage_of_the_rule_file_that_defines_them(plan):
@@ -138,7 +144,33 @@ def test_the_plan_sizes_every_dump_of_the_dag(plan):
     assert plan["forward_passes"]["extraction"] == sum(d["examples"] or 0 for d in plan["dumps"])
 
 
+def test_the_time_is_each_count_times_its_rate(plan):
+    passes, time = plan["forward_passes"], plan["time"]
+    assert passes["per_model"]["tiny"] == {count: passes[count] for count in PASS_COUNTS}
+    assert time["rates"] == {"tiny": {"forward": 0.5, "train": 2.0, "how": "given with --rate"}}
+    assert time["seconds"] == {
+        "fine-tuning": passes["finetune_train"] * 2.0 + passes["finetune_dev"] * 0.5,
+        "extraction": passes["extraction"] * 0.5,
+        "separator gradient": passes["gradient"] * 2.0,
+        "head disabling": passes["ablation_disabling"] * 0.5,
+        "found heads (at most)": passes["ablation_found_heads_at_most"] * 0.5}
+    assert time["total_s"] == sum(time["seconds"].values()) > 0 and time["not_counted"] == [] and time["given"]
+
+
 def test_the_plan_prints_as_text_and_as_json(plan):
     text = format_plan(plan, per_dump=True)
     assert f"total{sum(plan['jobs'].values()):>20}" in text and "tiny random ewt/dev" in text
     assert json.loads(json.dumps(plan)) == plan
+    # Each line says what it counts and what it rests on.
+    assert "Snakemake jobs per stage: every job of the study (a dry run with --forceall)" in text
+    assert "'to run': those a plain dry run still finds to do in" in text
+    extracted = plan["forward_passes"]["extraction"]
+    assert f"  extraction         {extracted:>11,}  forward passes with attention maps" in text
+    assert "4 exact, from their token tables in the results folder" in text  # ewt dev of tiny and tiny@norm
+    assert "tiny: 0.5 s per example forward (with maps), 2 s per training example\n    given with --rate" in text
+    seconds = plan["time"]["seconds"]
+    assert f"Estimated time from the rates given (--rate): {duration(plan['time']['total_s'])}, one job at a " in text
+    assert f"  extraction            {duration(seconds['extraction']):>11}  examples x forward rate" in text
+    assert "Left out: the jobs that run no study model" in text
+    no_time = format_plan({**plan, "time": None})
+    assert "Estimated time: not estimated (--no-timing" in no_time and "Estimated time on" not in no_time

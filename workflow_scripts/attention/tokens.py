@@ -132,8 +132,10 @@ def write_token_table(checkpoint_manifest: str | Path, data_path: str | Path, an
     from ..models.checkpoints import read_manifest
 
     manifest = read_manifest(checkpoint_manifest)
-    tokenizer = AutoTokenizer.from_pretrained(manifest["load_from"], local_files_only=offline)
-    config = AutoConfig.from_pretrained(manifest["load_from"], local_files_only=offline)
+    # The pinned revision of a hub model (None for a folder): without it the hub's main would be loaded.
+    options = {"revision": manifest.get("revision"), "local_files_only": offline}
+    tokenizer = AutoTokenizer.from_pretrained(manifest["load_from"], **options)
+    config = AutoConfig.from_pretrained(manifest["load_from"], **options)
     limit = checked_max_length(tokenizer, config.to_dict(), max_length, manifest["model"])
     table, stats = build_token_table(tokenizer, data_path, annotation_path, limit, max_examples=max_examples,
                                      input_protocol=input_protocol)

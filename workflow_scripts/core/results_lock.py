@@ -8,6 +8,11 @@ whole run. The kernel releases a flock when its process ends, killed or not, so 
 never leaves a stale lock behind (unlike ``.snakemake/locks``, no ``--unlock`` is needed). The file
 records who holds it (host, pid, user, directory, start time) for the message the next run prints.
 
+The profiles turn Snakemake's own lock off (``nolock: true``), so that a killed run needs no
+``--unlock``: this lock covers what that one did for this workflow (docs/troubleshooting.md says
+what it does not). Holding it, :func:`on_start` also clears what killed jobs of earlier runs left in
+the folder (:func:`sweep`): partial files and failure records.
+
 The Snakefile calls :func:`on_start` from its ``onstart:`` handler (turning its errors into
 Snakemake's WorkflowError) and :func:`release` from ``onsuccess:`` / ``onerror:``. Snakemake runs
 ``onstart`` only in the main process of a real run, once the DAG is built and before the first
@@ -25,6 +30,7 @@ import errno
 import fcntl
 import getpass
 import os
+import re
 import socket
 import sys
 import time
@@ -33,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import AtlasError
+from .failures import RECORD_SUFFIX
 
 LOCK_NAME = ".atlas.lock"
 FIELDS = ("host", "pid", "user", "directory", "since")
@@ -40,6 +47,8 @@ FIELDS = ("host", "pid", "user", "directory", "since")
 RECORD_WAIT_S = 1.0
 # flock says "held by another" with these; any other error means the file system cannot lock.
 HELD_ERRNOS = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
+# Left by a job killed mid-write: core/io.atomic_path's temporary files, failures.write_record's.
+LEFTOVER = re.compile(r"^\..+\.(?:[0-9a-f]{8}\.partial|failure\.json\.[0-9]+\.tmp)$")
 
 # Locks this process holds, by the lock file's (device, inode): the descriptor must stay open for
 # the lock to last, and a second acquire in the same process (the Snakemake API run twice) must
@@ -185,9 +194,36 @@ def release(results: str | os.PathLike[str]) -> None:
         os.close(fd)  # closing the last descriptor releases the flock
 
 
+def sweep(results: str | os.PathLike[str]) -> tuple[int, int]:
+    """Remove what jobs of earlier runs left under ``results``; return (files, bytes) of partial files.
+
+    Called with the lock held and before this run's first job, so no job of a live run is writing
+    them; a job that outlived its killed Snakemake (kill -9 of the main process alone) and is still
+    writing one fails at its rename, and this run builds that output again. Partial files are never
+    read as outputs (their names are hidden and end in .partial), but an attention shard's can be
+    gigabytes. Failure records (``LOG.failure.json``) are removed too: the next onerror must show only
+    this run's.
+    """
+    files = size = 0
+    for folder, _, names in os.walk(results):
+        for name in names:
+            path = os.path.join(folder, name)
+            partial = LEFTOVER.match(name) is not None
+            if not (partial or name.endswith(RECORD_SUFFIX)):
+                continue
+            try:
+                bytes_ = os.lstat(path).st_size
+                os.unlink(path)
+            except OSError:  # gone already, or another user's in a shared folder: harmless, left there
+                continue
+            if partial:
+                files, size = files + 1, size + bytes_
+    return files, size
+
+
 def on_start(workflow: Any, results: str | os.PathLike[str], *,
-             warn: Callable[[str], None] = _warn) -> Path | None:
-    """The ``onstart:`` handler: lock ``results``; raises :class:`AtlasError` (in use, unlockable).
+             warn: Callable[[str], None] = _warn, note: Callable[[str], None] | None = None) -> Path | None:
+    """The ``onstart:`` handler: lock ``results`` and sweep it; raises :class:`AtlasError` (in use, unlockable).
 
     Takes the workflow as an opaque object (this package does not import Snakemake) and reads
     only its exec-mode and dry-run flags.
@@ -198,4 +234,10 @@ def on_start(workflow: Any, results: str | os.PathLike[str], *,
         return None
     if getattr(workflow, "dryrun", False):
         return None
-    return acquire(results, warn=warn)
+    path = acquire(results, warn=warn)
+    if path is not None:  # unguarded (no locks on this file system), another run may be writing them
+        files, size = sweep(results)
+        if files:
+            (note or warn)(f"removed {files} partial file(s) ({size / 1e6:.1f} MB) that jobs of an interrupted "
+                           f"earlier run left in '{results}'")
+    return path

@@ -4,7 +4,8 @@ go offline, and what to do when a file is not the one expected.
 :func:`download` is the one place a release file is fetched (by the data jobs and by the prefetch alike):
 it checks the file against the digest given in the config, pinned in the source registry, or (a UD release
 file) the git blob id that GitHub's contents API gives for it at its tag, and otherwise records the digest it
-received (trust on first use), which the data table's metadata and data_summary.csv keep.
+received (trust on first use), which the data table's metadata and data_summary.csv keep. The transfer itself
+is pooch's (a well-kept downloader over requests): a failed attempt is retried from the start, with backoff.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+import pooch
+import requests
+
 from ..core.errors import AtlasError, ChecksumMismatchError, SourceUnavailableError
 from ..core.io import atomic_path
 from .registry import PINNED_DIGESTS, mirror_candidates
@@ -27,11 +31,24 @@ from .registry import PINNED_DIGESTS, mirror_candidates
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-DOWNLOAD_TIMEOUT_S = 60
+DOWNLOAD_TIMEOUT_S = 60  # without a byte for this long, an attempt fails (and is retried)
+# A failed attempt (connection refused or dropped, a timeout, a 5xx answer, a transfer cut short of its
+# Content-Length) is retried this many times, each from the start into a fresh file. pooch waits between
+# attempts, one second longer each time (1 s, 2 s, 3 s; at most 10 s): a brief outage passes, while an
+# unreachable host still fails within minutes. Read at each download, so that a test can lower it.
+DOWNLOAD_RETRIES = 3
+# The 4xx answers that mean "try later"; any other (404, 403, 410, ...) would be the same again: not retried.
+RETRIED_CLIENT_STATUS = frozenset({408, 425, 429})
 API_TIMEOUT_S = 20
 # A UD release file's checksum: the git blob id (sha1 of b"blob SIZE\0" + content) GitHub's contents API gives.
 GIT_BLOB = "git blob id"
 RELEASE_BLOB_ORIGIN = "the release (GitHub API)"
+
+
+# pooch logs every download and retry at INFO to a stderr handler of its own, outside the logging tree: the
+# attempts are logged here instead, through this module's logger and with their cause (pooch's documented way
+# to quiet it: its logger's level).
+pooch.get_logger().setLevel(logging.WARNING)
 
 
 def unavailable(corpus: str, split: str, tried: list[str], cause: BaseException | None,
@@ -48,15 +65,14 @@ def unavailable(corpus: str, split: str, tried: list[str], cause: BaseException 
         layout = " or ".join(" and ".join(files) for files in mirror_candidates(corpus, split))
     except KeyError:
         layout = ""
-    holding = f"holds {layout} (paths relative to it)" if layout else "holds this split"
+    holding = f"PATH holds {layout}, paths relative to it" if layout else "PATH holds this split"
     return SourceUnavailableError(
         f"corpus {corpus!r}, split {split!r}: could not be obtained ({mirror_hint}).\n"
         f"places tried:\n{places}{reason}\n"
-        f"fix: give a mirror directory that {holding}, "
-        "or run where the public source is reachable; "
-        "offline, the public source is never tried. On a cluster whose compute nodes have no internet, "
-        "fill a mirror on the login node first: python -m workflow_scripts.entrypoints.prefetch "
-        "(README, 'Cluster without internet on compute nodes')."
+        "fix: run from a mirror: snakemake --profile profiles/offline --config mirror=PATH --cores all\n"
+        f"  ({holding}; the layout: docs/data.md, 'Where data comes from').\n"
+        "  On a cluster whose compute nodes have no internet, fill PATH on the login node first with the prefetch:\n"
+        "  python -m workflow_scripts.entrypoints.prefetch (README, 'Cluster without internet on compute nodes')."
     )
 
 
@@ -216,10 +232,71 @@ def download(url: str, destination: Path, expected: ExpectedDigest | None, *,
             except ChecksumMismatchError as stale:
                 log.warning("an earlier download is not the expected file; downloading it again: %s", stale)
     with atomic_path(destination) as tmp:
-        with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response, open(tmp, "wb") as out:
-            while chunk := response.read(1 << 20):
-                out.write(chunk)
+        # pooch renames its own temporary file onto the name it is given: a new name beside the reserved one, so
+        # that the file moved onto ``tmp`` is a new one, which atomic_path gives the usual mode (not tempfile's 0600).
+        staged = tmp.with_name(tmp.name + ".pooch")
+        try:
+            if url.lower().startswith("file:"):  # a local copy (the schema allows file:// URLs): no network to retry
+                _copy_local(url, staged)
+            else:
+                _transfer(url, staged, DOWNLOAD_RETRIES)
+            os.replace(staged, tmp)
+        finally:
+            staged.unlink(missing_ok=True)
     return _check(url, destination, expected, config_key, unchecked)
+
+
+def _copy_local(url: str, target: Path) -> None:
+    """A file:// URL copied to ``target`` (requests, and so pooch, read no file:// URLs; urllib does)."""
+    with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response, open(target, "wb") as out:
+        while chunk := response.read(1 << 20):
+            out.write(chunk)
+
+
+class FinalHTTPError(OSError):
+    """An HTTP answer that another attempt would not change (404, 403, ...): raised past pooch's retries."""
+
+
+class _LoggedAttempts:
+    """pooch's HTTP downloader (no progress bar: job logs stay readable), logging each failed attempt with its
+    cause (pooch retries it), and raising an answer that asking again would not change past the retries."""
+
+    def __init__(self, attempts: int):
+        self.http = pooch.HTTPDownloader(progressbar=False, timeout=DOWNLOAD_TIMEOUT_S)
+        self.attempts, self.started = attempts, 0
+
+    def __call__(self, url: str, output_file: str, pup: pooch.Pooch | None) -> None:
+        self.started += 1
+        try:
+            self.http(url, output_file, pup)
+        except requests.HTTPError as exc:
+            status = exc.response.status_code if exc.response is not None else 0
+            if 400 <= status < 500 and status not in RETRIED_CLIENT_STATUS:
+                raise FinalHTTPError(str(exc)) from exc
+            self._failed(url, exc)
+            raise
+        except (requests.RequestException, ValueError) as exc:  # what pooch retries
+            self._failed(url, exc)
+            raise
+
+    def _failed(self, url: str, exc: BaseException) -> None:
+        then = "trying again from the start" if self.started < self.attempts else "no attempt left"
+        log.warning("%s: download attempt %d of %d failed (%s: %s); %s", url, self.started, self.attempts,
+                    type(exc).__name__, exc, then)
+
+
+def _transfer(url: str, target: Path, retries: int) -> None:
+    """``url`` written to ``target`` (absent) by pooch, which retries a failed attempt ``retries`` times, each into
+    a fresh temporary file beside ``target`` (the failed one deleted) that is renamed onto it once complete.
+
+    pooch is given no hash (known_hash None): the file is checked afterwards by :func:`_check`, which alone knows
+    a git blob id, keeps this module's messages, and does not download again a file that is complete but not the
+    expected one (pooch would retry a mismatch as if the transfer had failed, a large archive included).
+    """
+    target = target.absolute()
+    pup = pooch.create(path=target.parent, base_url="", registry={target.name: None}, urls={target.name: url},
+                       retry_if_failed=retries)
+    pup.fetch(target.name, downloader=_LoggedAttempts(retries + 1))
 
 
 def verified_download(url: str, destination: Path, *, sha256: str | None, config_key: str,

@@ -5,14 +5,26 @@ the function registered (with ``@entry_point("rule_name")``, one module per stag
 this package) under the rule's name, sets up logging to the rule's
 log file and hands over plain values (paths and params). Nothing below this
 module knows about Snakemake.
+
+A job that fails writes its error, with the traceback, to its log file only, leaves a record of it
+beside the log for the end of the run (``workflow_scripts/core/failures.py``) and exits with status 1
+without a traceback on the console: Snakemake then reports the job as failed (one
+``CalledProcessError`` line), and the Snakefile's ``onerror:`` prints each failed job's message and fix
+once, at the end, where it is not buried under the output of the jobs that ran on.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
+import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
+from ..core import failures
+from ..core.errors import AtlasError
 from ..core.io import setup_logging
 
 ENTRY_POINTS: dict[str, Callable[[Any], None]] = {}
@@ -46,20 +58,80 @@ def find_entry_point(rule: str) -> Callable[[Any], None]:
 
 def run(smk: Any) -> None:
     """Run the entry point of ``smk.rule`` (the ``snakemake`` object of a script)."""
-    log = setup_logging(smk.log[0] if smk.log else None)
+    log_path = smk.log[0] if smk.log else None
+    failures.clear(log_path)  # left by an earlier attempt of this job: it must not speak for this one
+    log = setup_logging(log_path)
     if smk.params.get("offline", False):
         # Make every Hugging Face library fail fast instead of trying the network.
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["HF_DATASETS_OFFLINE"] = "1"
-    _import_all()
-    function = find_entry_point(smk.rule)
-    log.info("rule %s: start (threads=%s)", smk.rule, smk.threads)
+    saved_stderr = sys.stderr
+    if log_path:
+        # The console is shared by every job of the run: it gets this package's warnings; the log
+        # file gets every line, and what libraries write to stderr (their own log handlers, progress
+        # bars, Python warnings), which would otherwise bury the end-of-run blocks.
+        for handler in log.handlers:
+            if not isinstance(handler, logging.FileHandler):
+                handler.setLevel(logging.WARNING)
+        files = [h for h in log.handlers if isinstance(h, logging.FileHandler)]
+        sys.stderr = _StderrToLog(files[0], saved_stderr)
     try:
+        _import_all()
+        function = find_entry_point(smk.rule)
+        log.info("rule %s: start (threads=%s)", smk.rule, smk.threads)
         function(smk)
-    except Exception:
-        log.exception("rule %s failed", smk.rule)
-        raise
+    except AtlasError as error:
+        _fail(log, smk, log_path, error, bug=False)
+    except Exception as error:
+        _fail(log, smk, log_path, error, bug=True)
+    finally:
+        sys.stderr = saved_stderr
     log.info("rule %s: done", smk.rule)
+
+
+class _StderrToLog(io.TextIOBase):
+    """``sys.stderr`` for a job: text goes into its log file through the log's own file handler (one
+    file object, so the two never write over each other); the console's descriptor stays for code
+    that asks for one."""
+
+    def __init__(self, handler: logging.FileHandler, console: Any) -> None:
+        self.handler, self.console = handler, console
+
+    def write(self, text: str) -> int:
+        with self.handler.lock or contextlib.nullcontext():
+            stream = self.handler.stream
+            (stream or self.console).write(text)  # stream is None once logging has shut down
+        return len(text)
+
+    def flush(self) -> None:
+        self.handler.flush()
+
+    def fileno(self) -> int:
+        return self.console.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return "utf-8"
+
+
+def _fail(log: logging.Logger, smk: Any, log_path: str | None, error: Exception, bug: bool) -> NoReturn:
+    """Log ``error`` with its traceback to the job's log file, record it, and exit with status 1."""
+    if log_path is None:  # no log to keep it (every rule of this workflow has one): the console keeps it
+        if bug:
+            raise error
+        print(f"rule {smk.rule} failed: {error}", file=sys.stderr)
+        raise SystemExit(1) from None
+    what = "an unexpected error (a bug)" if bug else "an error"
+    record = log.makeRecord(log.name, logging.ERROR, __file__, 0, "rule %s failed with %s", (smk.rule, what),
+                            (type(error), error, error.__traceback__))
+    # The file handlers only: the console gets the message once, from onerror at the end of the run.
+    for handler in log.handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)
+    wildcards = dict(smk.wildcards.items()) if hasattr(smk.wildcards, "items") else {}
+    failures.write_record(log_path, rule=smk.rule, wildcards=wildcards, error=error, bug=bug)
+    # SystemExit, not the error: Python would print its traceback on stderr, that is, on the console.
+    raise SystemExit(1) from None
 
 
 def _import_all() -> None:

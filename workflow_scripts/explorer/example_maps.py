@@ -9,6 +9,7 @@ size from the shape alone, so that the page's budget is checked before any map i
 from __future__ import annotations
 
 import base64
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,9 @@ import pyarrow.parquet as pq
 
 from ..attention.reader import AttentionDump
 from ..core.errors import AtlasError
+from ..core.io import read_metadata
+
+log = logging.getLogger(__name__)
 
 LEVELS = 255
 MIN_TOKENS = 5  # shorter inputs ([CLS] w1 w2 [SEP]) show no pattern worth looking at
@@ -57,6 +61,35 @@ def choose_examples(tokens: dict[int, list[str]], count: int, max_tokens: int,
     return chosen[:count]
 
 
+def held_tokens(tokens: dict[int, list[str]], dumps: Sequence[AttentionDump]) -> dict[int, list[str]]:
+    """The token strings of the examples that every dump holds (their id columns alone are read)."""
+    held = set(tokens)
+    for dump in dumps:
+        held &= set(dump.shard_example_ids(dump.shard_files))
+    return {i: strings for i, strings in tokens.items() if i in held}
+
+
+def examples_to_draw(tokens: dict[int, list[str]], count: int, max_tokens: int, example_ids: Sequence[int] | None,
+                     limit: int | None) -> tuple[list[int], str]:
+    """The examples to draw and the page's note on them.
+
+    ``limit``: the token table's ``attention.max_examples`` (None: it holds the whole split). Under a limit,
+    configured ``example_ids`` beyond the kept examples are left out, and where none is left the examples are
+    chosen as without ids; the note (and the log) says so. Without a limit a missing id is refused.
+    """
+    if example_ids and limit is not None:
+        missing = [i for i in example_ids if i not in tokens]
+        if missing:
+            kept = [i for i in example_ids if i in tokens]
+            chosen = kept or choose_examples(tokens, count, max_tokens)
+            note = (f"Example ids {missing} (explorer.example_ids) are not among the {len(tokens)} examples that "
+                    f"attention.max_examples ({limit}) keeps: left out"
+                    + ("" if kept else f", examples {chosen} drawn instead" if chosen else ", no example drawn") + ".")
+            log.warning("%s", note)
+            return chosen, note
+    return choose_examples(tokens, count, max_tokens, example_ids), ""
+
+
 def example_maps(dumps: Sequence[tuple[str, str, str | Path]], token_table: str | Path, *, count: int,
                  max_tokens: int, example_ids: Sequence[int] | None, budget_bytes: int,
                  corpus: str, split: str) -> dict[str, Any]:
@@ -70,9 +103,13 @@ def example_maps(dumps: Sequence[tuple[str, str, str | Path]], token_table: str 
                               "sentences": []}
     if not dumps or (count <= 0 and not example_ids):
         return result
-    tokens = read_tokens(token_table)
-    chosen = choose_examples(tokens, count, max_tokens, example_ids)
     opened = [(name, AttentionDump(directory)) for name, _, directory in dumps]
+    # The examples the token table and every dump hold: with attention.max_examples only the first N of the split.
+    tokens = held_tokens(read_tokens(token_table), [dump for _, dump in opened])
+    chosen, note = examples_to_draw(tokens, count, max_tokens, example_ids,
+                                    read_metadata(token_table).get("max_examples"))
+    if note:
+        result["note"] = note
     layers, heads = opened[0][1].num_layers, opened[0][1].num_heads
     size = maps_bytes(layers, heads, [len(tokens[i]) for i in chosen], len(opened))
     if size > budget_bytes:

@@ -108,6 +108,8 @@ def explorer_data(model: str, tables: Mapping[str, str | Path | None], *,
         sections["lexical"] = lexical
     absent = [name for name in SECTION_ORDER if name not in sections]
     notes = [f"Not in this study: {', '.join(absent)}."] if absent else []
+    if examples.get("note"):  # configured example ids that a limited corpus does not hold (example_maps.py)
+        notes.append(str(examples["note"]))
     notes.append("Layers and heads are numbered from 1.")
     return {
         "model": model, "layers": shape.layers, "heads": shape.heads,

@@ -14,6 +14,8 @@ may leave it out: its rows are human labels). An optional ``model`` column restr
 one model. The workflow seeds the file with the rule labels of a sample of maps
 (:func:`seed_labels`); rows of the human file (config ``finetune_effects.human_labels``)
 override seeded rows of the same map and add the maps it has beyond them (:func:`merge_labels`).
+Where ``attention.max_examples`` limits a task's dumps, rows of examples beyond them are left out
+(:func:`.patterns.held_labels`).
 
 Inputs: every map is pooled to ``size x size`` (adaptive average pooling; short maps are
 repeated, long ones averaged) in three channels: the attention (divided by its maximum, so
@@ -46,6 +48,7 @@ from .pattern_rules import (
     rule_labels,
     token_roles,
 )
+from .patterns import held_labels
 
 log = logging.getLogger(__name__)
 
@@ -307,7 +310,7 @@ def train_pattern_cnn(seeded_path: str | Path, human_path: str | Path | None,
     their JSON description beside them), the labels used and the F1 table."""
     seeded = read_labels(seeded_path, model=model)
     human = read_labels(human_path, default_source="human", model=model) if human_path else None
-    labels = merge_labels(seeded, human)
+    labels = held_labels(merge_labels(seeded, human), dumps)
     images, rules, _ = collect_maps(labels, dumps, size=size, thresholds=thresholds)
     targets = np.array([CLASSES.index(c) for c in labels["class"]], dtype=np.int64)
     test = holdout_split(targets, holdout, seed, groups=(groups := example_groups(labels)))

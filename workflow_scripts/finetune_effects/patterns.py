@@ -9,6 +9,7 @@ are :mod:`.pattern_shares`'.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
-from ..core.io import read_csv, write_csv, write_table
+from ..core.io import read_csv, read_metadata, write_csv, write_table
 from .pattern_rules import CLASSES, FEATURES, Thresholds, map_features, rule_labels, token_roles
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,33 @@ def first_examples(token_table: str | Path, cap: int | None) -> list[int]:
         log.info("%s: %d examples, the first %d are analysed", token_table, len(ordered), cap)
         ordered = ordered[:cap]
     return ordered
+
+
+def held_labels(labels: pd.DataFrame, dumps: Mapping[tuple[str, str], tuple[str | Path, str | Path]]) -> pd.DataFrame:
+    """The labelled maps of the examples that their dumps hold.
+
+    A dump limited by ``attention.max_examples`` holds only the first examples of its task's dev split, so a
+    labels file written on a larger study (human labels) may name maps beyond them: those rows are left out,
+    with a warning. Under no limit a missing example stays an error (:func:`.pattern_cnn.collect_maps`).
+    """
+    import pyarrow.compute as pc
+
+    keep = np.ones(len(labels), dtype=bool)
+    for (checkpoint, task), rows in labels.groupby(["checkpoint", "task"], sort=True):
+        if (checkpoint, task) not in dumps:
+            continue  # collect_maps names the pair
+        token_table = dumps[(checkpoint, task)][1]
+        limit = read_metadata(token_table).get("max_examples")
+        if limit is None:
+            continue
+        held = pc.unique(pq.read_table(token_table, columns=["example_id"])["example_id"]).to_pylist()
+        beyond = ~rows["example_id"].isin(held).to_numpy()
+        if beyond.any():
+            keep[labels.index.get_indexer(rows.index[beyond])] = False
+            log.warning("%d labelled maps of %s/%s (examples %s) are beyond the first %s dev examples that "
+                        "attention.max_examples keeps: left out", int(beyond.sum()), checkpoint, task,
+                        sorted(set(rows["example_id"][beyond].tolist()))[:5], limit)
+    return labels[keep].reset_index(drop=True)
 
 
 def checkpoint_info(manifest_path: str | Path) -> dict[str, Any]:

@@ -4,7 +4,8 @@
 default (``config.yaml`` holds only what is not a default). This module reads ``--config`` text as
 the types the schema asks for, turns the schema's validation errors into readable ones
 (:func:`check_schema`) and adds, in :func:`check_semantics`, every check a schema cannot express
-(paths exist, selected names are defined, max_length fits the model, the annotator can run).
+(paths exist, selected names and the corpus and task names that key a map are defined (config_names.py),
+max_length fits the model, the annotator can run).
 Science and data code never names a config key: it raises plain errors about the values it got.
 docs/configuration.md describes the whole resolution.
 """
@@ -23,6 +24,7 @@ from ..attention.stanza_annotator import stanza_model_problems
 from ..core.errors import AtlasError, ConfigError
 from ..data.corpora import Corpora
 from ..models.cards import length_excess, local_position_limit, model_location
+from .config_names import keyed_name_problems
 from .entry_checks import entry_problems
 from .path_names import path_name_problems
 
@@ -213,6 +215,8 @@ def check_semantics(config: dict[str, Any]) -> None:
             problems.append(source_problem)
             continue
         problems += _max_length_problems(config, name)
+    # Names keyed by corpus or task (attention.max_examples, finetune.per_task, ...), with the closest name.
+    problems += keyed_name_problems(config)
     problems += entry_problems(config)
     problems += _annotation_problems(config)
     problems += _category_problems(config)

@@ -52,7 +52,6 @@ def _name_problems(config: dict[str, Any]) -> list[str]:
     problems += _undefined("study.tasks", config["study"]["tasks"], tasks, "tasks")
     problems += _undefined("data.coreference_treebanks", config["data"]["coreference_treebanks"], treebanks,
                            "treebanks")
-    problems += _undefined("finetune.per_task", list(config["finetune"]["per_task"]), tasks, "tasks")
     problems += _undefined("syntax.treebanks", config["syntax"]["treebanks"], treebanks, "treebanks")
     problems += _undefined("syntax.coref_treebank", [config["syntax"]["coref_treebank"]], treebanks, "treebanks")
     coref = config["syntax"]["coref_treebank"]

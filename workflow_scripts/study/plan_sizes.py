@@ -146,7 +146,7 @@ def model_shape(study: Study, model: str, *, network: bool) -> ModelShape:
     if layers and heads:
         return ModelShape((int(layers), int(heads)), "config.json", _mlm_head(config))
     if hub in KNOWN_SHAPES and not entry.get("revision"):
-        return ModelShape(KNOWN_SHAPES[hub], "known from the hub's config.json", "bert-base" in hub)
+        return ModelShape(KNOWN_SHAPES[hub], "the hub's config.json as plan_sizes.py records it", "bert-base" in hub)
     if hub and network and not study.offline and not os.environ.get("HF_HUB_OFFLINE"):
         try:
             from huggingface_hub import constants

@@ -239,26 +239,27 @@ def sep_gradient(checkpoint_manifest: str | Path, token_table: str | Path, outpu
     torch.set_num_threads(max(1, int(threads)))
     manifest = read_manifest(checkpoint_manifest)
     load_from = manifest["load_from"]
-    config = AutoConfig.from_pretrained(load_from, local_files_only=offline)
+    revision = manifest.get("revision")  # a hub model's pinned revision: without it the hub's main would be loaded
+    config = AutoConfig.from_pretrained(load_from, revision=revision, local_files_only=offline)
     num_layers = int(config.num_hidden_layers)
     base = {"model": manifest["model"], "checkpoint": manifest["checkpoint"], "mask_prob": np.nan, "seed": seed}
     loss_name, data, mean_loss, skipped = "", data_name, np.nan, ""
     per_example: list[np.ndarray] = []
     try:
-        tokenizer = AutoTokenizer.from_pretrained(load_from, local_files_only=offline)
+        tokenizer = AutoTokenizer.from_pretrained(load_from, revision=revision, local_files_only=offline)
         if manifest.get("kind") == "finetuned":
             if task_data is None:
                 raise AtlasError(f"{checkpoint_manifest}: fine-tuned checkpoint of task {manifest.get('task')!r} "
                                  "but no dev data table was given")
             loss_name, data = f"task:{manifest['task']}", str(task_data)
-            model = load_classifier(load_from, offline, **weights_options(manifest))
+            model = load_classifier(load_from, offline, **weights_options(manifest), revision=revision)
             if task is None:
                 raise AtlasError(f"{checkpoint_manifest}: a fine-tuned checkpoint's gradient needs its task's entry")
             examples = task_examples(manifest, task_data, tokenizer, model, spec=TaskSpec.from_params(task),
                                      max_examples=max_examples, seed=seed)
         else:
             loss_name, base["mask_prob"] = "mlm", mask_prob
-            model = load_mlm(load_from, offline, **weights_options(manifest))
+            model = load_mlm(load_from, offline, **weights_options(manifest), revision=revision)
             examples = mlm_examples(token_table, tokenizer, max_examples=max_examples, mask_prob=mask_prob,
                                     seed=seed)
         model.eval()  # no dropout: the weights returned are the ones used

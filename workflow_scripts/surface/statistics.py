@@ -334,7 +334,8 @@ def separator_token_id(checkpoint_manifest: str | Path, offline: bool, token_tab
     from ..models.checkpoints import read_manifest
 
     manifest = read_manifest(checkpoint_manifest)
-    tokenizer = AutoTokenizer.from_pretrained(manifest["load_from"], local_files_only=offline)
+    tokenizer = AutoTokenizer.from_pretrained(manifest["load_from"], revision=manifest.get("revision"),
+                                              local_files_only=offline)
     return tokenizer.sep_token_id
 
 

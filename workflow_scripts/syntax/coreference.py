@@ -143,11 +143,14 @@ def score_coreference_heads(dump_dir: str | Path, token_table: str | Path, annot
     lh = dump.num_layers * dump.num_heads
     records: dict[str, list] = {k: [] for k in ("mention_id", "example_id", "doc_id", "mention_type", "correct",
                                                 "nearest_mention", "head_word_match")}
-    skipped = with_antecedent = 0
+    # The mention table holds every window; a dump limited by attention.max_examples only the first ones: the
+    # mentions counted are those of the windows read.
+    skipped = with_antecedent = read_mentions = 0
     for example in dump.iter_word_maps(words_of_tokens, n_words):
         group = by_window.get(example.example_id)
         if group is None:
             continue
+        read_mentions += len(group)
         found = window_mentions(group, n_words[example.example_id])
         with_antecedent += len(found.heads)
         correct, usable = score_window(example.attention, example.unit_word, found)
@@ -168,7 +171,7 @@ def score_coreference_heads(dump_dir: str | Path, token_table: str | Path, annot
         "correct": pa.FixedSizeListArray.from_arrays(pa.array(correct[order].reshape(-1).astype(np.uint8)), lh),
     })
     stats = {"num_layers": dump.num_layers, "num_heads": dump.num_heads, "windows": len(dump),
-             "mentions": len(mentions), "mentions_with_antecedent": with_antecedent,
+             "mentions": read_mentions, "mentions_with_antecedent": with_antecedent,
              "mentions_scored": len(order), "mentions_skipped_no_unit": skipped, "dump": str(dump_dir),
              "input_protocol": dump.manifest.get("input_protocol", "text"),
              "seconds": round(time.perf_counter() - start, 2)}

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..attention.reader import AttentionDump, to_word_level
@@ -103,19 +104,60 @@ def dependency_heatmaps(heads_csv: str | Path, best_csv: str | Path, png: str | 
 
 
 def choose_sentence(trees: dict, relations: Sequence[str], *, min_words: int = 8, max_words: int = 16) -> int:
-    """A short sentence with as many of ``relations`` as possible (first such by example id)."""
+    """A short sentence with as many of ``relations`` as possible (first such by example id); where no sentence
+    has ``min_words``..``max_words`` words (a corpus limited to a few sentences), the one with most of them."""
     wanted = set(relations) - {ALL}
-    best_id, best_score = None, -1
-    for example_id in sorted(trees):
-        words, _, _, deprels = trees[example_id]
-        if not min_words <= len(words) <= max_words:
-            continue
-        score = len(wanted & set(deprels))
-        if score > best_score:
-            best_id, best_score = example_id, score
-    if best_id is None:
-        best_id = min(trees)
-    return best_id
+    for lengths in ((min_words, max_words), (0, math.inf)):
+        best_id, best_score = None, -1
+        for example_id in sorted(trees):
+            words, _, _, deprels = trees[example_id]
+            if not lengths[0] <= len(words) <= lengths[1]:
+                continue
+            score = len(wanted & set(deprels))
+            if score > best_score:
+                best_id, best_score = example_id, score
+        if best_id is not None:
+            return best_id
+    raise AtlasError("no sentence to choose from")
+
+
+def held_example_ids(dump: AttentionDump, token_table: str | Path) -> set[int]:
+    """The examples that both the dump and the token table hold.
+
+    ``attention.max_examples`` keeps only the first N examples of a corpus in its token tables and dumps, while
+    the annotation (the trees) keeps them all: a sentence is drawn only where its maps and tokens exist.
+    """
+    tokens = pq.read_table(token_table, columns=["example_id"])["example_id"]
+    return {int(i) for i in pc.unique(tokens).to_pylist()} & set(dump.shard_example_ids(dump.shard_files))
+
+
+def drawn_sentence(trees: dict, held: set[int], relations: Sequence[str], example_id: int | None,
+                   annotation: str | Path) -> tuple[int, str]:
+    """The sentence to draw, among those the dump holds, and the caption's note on how it was chosen.
+
+    A configured ``example_id`` (``syntax.figure_example_id``) that the dump does not hold (cut off by
+    ``attention.max_examples``) is replaced by a chosen one, which the note (and the log) says; one that the
+    annotation does not have either is a wrong id, refused.
+    """
+    drawable = {i: tree for i, tree in trees.items() if i in held}
+    if not drawable:
+        raise AtlasError(f"none of the {len(trees)} sentences of {annotation} is in the dump and its token table; "
+                         "rerun snakemake to rebuild them")
+    if example_id is not None and example_id not in trees:
+        raise AtlasError(f"example {example_id}, the sentence to draw, is not in {annotation}")
+    among = (f" among the {len(drawable)} of {len(trees)} sentences the dump holds (attention.max_examples)"
+             if len(drawable) < len(trees) else "")
+    if example_id is None:
+        chosen = choose_sentence(drawable, relations)
+        if among:
+            log.info("sentence %d chosen%s", chosen, among)
+        return chosen, f"sentence chosen{among}" if among else ""
+    if example_id in drawable:
+        return example_id, ""
+    chosen = choose_sentence(drawable, relations)
+    note = f"sentence {example_id} (syntax.figure_example_id) is not in the dump: sentence {chosen} chosen{among}"
+    log.warning("%s", note)
+    return chosen, note
 
 
 def best_head_maps(dump_dir: str | Path, token_table: str | Path, annotation: str | Path, best_csv: str | Path,
@@ -123,22 +165,23 @@ def best_head_maps(dump_dir: str | Path, token_table: str | Path, annotation: st
                    select_split: str, score_split: str, example_id: int | None, treebank: str | None = None,
                    max_panels: int = 8) -> None:
     """Word-level maps of the best head of each relation on one sentence, gold arcs of the relation marked;
-    ``treebank``: the treebank of the annotation, whose best heads are drawn (None: every row)."""
+    ``treebank``: the treebank of the annotation, whose best heads are drawn (None: every row).
+
+    The sentence is one that the dump and token table hold (:func:`drawn_sentence`): with
+    ``attention.max_examples`` they keep only the first sentences of the annotation.
+    """
     import matplotlib.pyplot as plt
 
     trees = read_trees(annotation)
     best = of_treebank(pd.read_csv(best_csv), treebank)
     relations = [r for r in relations if r in set(best["relation"].astype(str))]
-    if example_id is None:
-        example_id = choose_sentence(trees, relations)
-    if example_id not in trees:
-        raise AtlasError(f"example {example_id}, the sentence to draw, is not in {annotation}")
-    words, _, gold_heads, deprels = trees[example_id]
     dump = AttentionDump(dump_dir)
-    token_word = token_words(token_table)[example_id]
+    example_id, note = drawn_sentence(trees, held_example_ids(dump, token_table), relations, example_id, annotation)
+    words, _, gold_heads, deprels = trees[example_id]
+    token_word = token_words(token_table, [example_id])[example_id]
     maps = to_word_level(dump.get(example_id), token_word, len(words))
-    tokens = pq.read_table(token_table, columns=["example_id", "token"]).to_pandas()
-    tokens = tokens[tokens["example_id"] == example_id]["token"].tolist()
+    tokens = pq.read_table(token_table, columns=["example_id", "token"], filters=[("example_id", "=", example_id)])
+    tokens = tokens["token"].to_pylist()
     labels = []
     for unit, word in enumerate(maps.unit_word):
         if word >= 0:
@@ -180,5 +223,6 @@ def best_head_maps(dump_dir: str | Path, token_table: str | Path, annotation: st
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
     figure.suptitle(f"{_named(model, checkpoint, treebank)}, {Path(annotation).stem} sentence {example_id}: best "
-                    "heads' word-level attention (circles: gold arcs of the relation)", fontsize=9)
+                    "heads' word-level attention (circles: gold arcs of the relation)" + (f"\n{note}" if note else ""),
+                    fontsize=9)
     save_figure(figure, png, pdf)
