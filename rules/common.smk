@@ -23,9 +23,16 @@ if workflow.exec_mode == ExecMode.DEFAULT and workflow.overwrite_workdir is None
         "directory with --directory DIR"
     )
 
+from workflow_scripts.core import console
 from workflow_scripts.core.errors import ConfigError
 from workflow_scripts.study.config import check_schema, check_semantics, coerce_config, load_schema
 from workflow_scripts.study.model import build_study
+
+# The console of a run in one screen (workflow_scripts/core/console.py): a long job table as jobs per stage,
+# and no CalledProcessError for a failed job of the project's script (onerror's block tells its failure).
+# Main process only: a cluster job's own Snakemake keeps its output whole in the job's log.
+if workflow.exec_mode == ExecMode.DEFAULT:
+    console.install(logger, workflow, warn=logger.warning)
 
 CONFIG_SCHEMA = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
 

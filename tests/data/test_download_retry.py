@@ -95,9 +95,12 @@ def waits(monkeypatch) -> list[float]:
     return slept
 
 
-def attempt_warnings(caplog, url: str) -> list[str]:
-    return [r.getMessage() for r in caplog.records
-            if r.name == fetch.__name__ and r.levelname == "WARNING" and r.getMessage().startswith(f"{url}: download")]
+def attempt_messages(caplog, url: str) -> list[str]:
+    """The failed attempts logged for ``url``: at INFO, for the job's log only (a job's console shows warnings, and
+    a download that fails for good ends in the error that names its last cause)."""
+    attempts = [r for r in caplog.records if r.name == fetch.__name__ and r.getMessage().startswith(f"{url}: download")]
+    assert all(r.levelno == logging.INFO for r in attempts), [(r.levelname, r.getMessage()) for r in attempts]
+    return [r.getMessage() for r in attempts]
 
 
 def leftovers(folder) -> list[str]:
@@ -108,15 +111,15 @@ def leftovers(folder) -> list[str]:
 def test_a_download_that_fails_twice_is_retried_with_backoff_and_kept_once_whole(tmp_path, caplog, waits, how):
     target = tmp_path / "dl" / "release.bin"
     expected = fetch.ExpectedDigest("sha256", hashlib.sha256(BODY).hexdigest(), "test")
-    with flaky_server(how, failures=2) as (base, script), caplog.at_level(logging.WARNING, logger=fetch.__name__):
+    with flaky_server(how, failures=2) as (base, script), caplog.at_level(logging.INFO, logger=fetch.__name__):
         fetched = fetch.download(f"{base}/release.bin", target, expected)
     assert target.read_bytes() == BODY and fetched.verified == "sha256 matches test"
     assert len(script.requests) == 3 and waits == [1, 2]  # the policy's backoff: one second longer each time
-    warned = attempt_warnings(caplog, f"{base}/release.bin")
-    assert [m.split(" failed")[0] for m in warned] == [f"{base}/release.bin: download attempt {n} of "
+    logged = attempt_messages(caplog, f"{base}/release.bin")
+    assert [m.split(" failed")[0] for m in logged] == [f"{base}/release.bin: download attempt {n} of "
                                                        f"{fetch.DOWNLOAD_RETRIES + 1}" for n in (1, 2)]
     cause = {"drop": "ConnectionError", "503": "HTTPError: 503 Server Error", "truncate": "ChunkedEncodingError"}
-    assert all(cause[how] in m and m.endswith("trying again from the start") for m in warned), warned
+    assert all(cause[how] in m and m.endswith("trying again from the start") for m in logged), logged
     assert leftovers(tmp_path / "dl") == ["release.bin"]  # no temporary file of a failed attempt is left
     assert stat.S_IMODE(target.stat().st_mode) == FILE_MODE  # the mode open() gives, not a temporary file's
 
@@ -125,7 +128,7 @@ def test_a_download_that_fails_twice_is_retried_with_backoff_and_kept_once_whole
 def test_a_source_that_never_answers_properly_ends_in_the_fix_after_the_bounded_retries(tmp_path, caplog, waits,
                                                                                           monkeypatch, how):
     monkeypatch.setattr(fetch, "DOWNLOAD_RETRIES", 2)
-    with flaky_server(how, failures=-1) as (base, script), caplog.at_level(logging.WARNING, logger=fetch.__name__):
+    with flaky_server(how, failures=-1) as (base, script), caplog.at_level(logging.INFO, logger=fetch.__name__):
         entry = treebank_entry("mine", {"url": f"{base}/tb", "splits": {"dev": "dev.conllu"}}, treebank_splits=["dev"])
         with pytest.raises(SourceUnavailableError) as info:
             build_treebank(entry, "dev", [], tmp_path / "dev.parquet", mirror=None, offline=False,
@@ -136,8 +139,8 @@ def test_a_source_that_never_answers_properly_ends_in_the_fix_after_the_bounded_
     assert f"  - {base}/tb/dev.conllu\nlast error: " in message
     assert "\nfix: run from a mirror: snakemake --profile profiles/offline --config mirror=PATH --cores all\n" \
         in message and "python -m workflow_scripts.entrypoints.prefetch" in message
-    warned = attempt_warnings(caplog, f"{base}/tb/dev.conllu")
-    assert len(warned) == 3 and warned[-1].endswith("no attempt left")
+    logged = attempt_messages(caplog, f"{base}/tb/dev.conllu")
+    assert len(logged) == 3 and logged[-1].endswith("no attempt left")
     # A transfer cut short is not kept: nothing (a partial file, a failed attempt's) is left in the downloads folder.
     assert leftovers(tmp_path / "dl") == [] and not (tmp_path / "dev.parquet").exists()
 

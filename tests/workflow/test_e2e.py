@@ -256,8 +256,8 @@ def test_a_job_killed_mid_run_leaves_nothing_a_rerun_trusts(built):
     assert any(logs.glob(shard_logs)), f"no extraction job started:\n{output.read_text()[-3000:]}"
     assert job.returncode == -signal.SIGKILL, f"the run ended before it was killed:\n{output.read_text()[-3000:]}"
     assert not (dump / "manifest.json").exists(), "a killed extraction must not leave the manifest a reader trusts"
-    # A SIGKILLed Snakemake leaves its lock behind; --unlock is the documented way out.
-    assert snakemake(built, "--unlock").returncode == 0
+    # A SIGKILLed Snakemake leaves no lock that stops the next run (the profiles set nolock: the results
+    # folder's own lock ends with its process): the dry runs below need no --unlock.
     # The half-made dump is planned again (the analyses built from the old dump stay valid: Snakemake
     # does not rebuild outputs whose inputs merely went missing, as with temp() files).
     plain = snakemake(built, target, "--dry-run")

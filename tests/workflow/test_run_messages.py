@@ -2,9 +2,9 @@
 message, fix, log; tracebacks only in the logs), a killed run followed by a dry run and a run with no extra
 flag, and the closing message of a successful run.
 
-A tiny workflow wired like the real Snakefile's handlers, run under the real workstation profile
-(profiles/default: nolock, show-failed-logs off), whose jobs go through the real entry point (run()) with
-entry points of the test's own; and the real workflow on the tiny study for a project error.
+A tiny workflow wired like the real Snakefile's handlers and console (rules/common.smk), run under the real
+workstation profile (profiles/default: nolock, show-failed-logs off), whose jobs go through the real entry point
+(run()) with entry points of the test's own; and the real workflow on the tiny study for a project error.
 """
 
 from __future__ import annotations
@@ -30,11 +30,16 @@ sys.path.insert(0, {repo!r})
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from workflow_scripts.core import failures, results_lock
+from snakemake_interface_executor_plugins.settings import ExecMode
+from workflow_scripts.core import console, failures, results_lock
 from workflow_scripts.core.closing_message import on_success
 from workflow_scripts.core.errors import AtlasError
 
 RESULTS = config.get("results", "results")
+
+# As rules/common.smk does, but for a table of more than one rule: this workflow's tables are short.
+if workflow.exec_mode == ExecMode.DEFAULT:
+    console.install(logger, workflow, max_rows=1)
 
 
 onstart:
@@ -64,28 +69,29 @@ rule all:
 rule page:
     output: f"{{RESULTS}}/explorer/{{{{model}}}}.html"
     log: f"{{RESULTS}}/logs/page_{{{{model}}}}.log"
-    script: "job.py"
+    script: "entry.py"
 
 
 rule slow:
     output: f"{{RESULTS}}/slow.txt"
     log: f"{{RESULTS}}/logs/slow.log"
-    script: "job.py"
+    script: "entry.py"
 
 
 rule unreachable:
     output: f"{{RESULTS}}/data/{{{{task}}}}.txt"
     log: f"{{RESULTS}}/logs/data/{{{{task}}}}.log"
-    script: "job.py"
+    script: "entry.py"
 
 
 rule crash:
     output: f"{{RESULTS}}/crash.txt"
     log: f"{{RESULTS}}/logs/crash.log"
-    script: "job.py"
+    script: "entry.py"
 """
 
-# The jobs' script: the real entry point, with the test's entry points in place of the workflow's stages.
+# The jobs' script, entry.py as the workflow's (rules/scripts/entry.py): the real entry point, with the test's
+# entry points in place of the workflow's stages.
 JOB_SCRIPT = """
 import sys, time
 from pathlib import Path
@@ -130,7 +136,7 @@ def tiny(tmp_path) -> Path:
     work = tmp_path / "work"
     work.mkdir()
     (work / "Snakefile").write_text(TINY_SNAKEFILE.format(repo=str(REPO)))
-    (work / "job.py").write_text(JOB_SCRIPT.format(repo=str(REPO)))
+    (work / "entry.py").write_text(JOB_SCRIPT.format(repo=str(REPO)))
     return work
 
 
@@ -140,8 +146,14 @@ def _command(work: Path, *args: str) -> list[str]:
             "--workflow-profile", str(REPO / "profiles" / "default"), "--cores", "2", *args]
 
 
-def _run(work: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(_command(work, *args), cwd=work, capture_output=True, text=True, timeout=300)
+def _environment(**environ: str) -> dict[str, str]:
+    """This process's environment but ATLAS_CONSOLE (the console a person gets by default), and ``environ``."""
+    return {**{k: v for k, v in os.environ.items() if k != "ATLAS_CONSOLE"}, **environ}
+
+
+def _run(work: Path, *args: str, environ: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(_command(work, *args), cwd=work, capture_output=True, text=True, timeout=300,
+                          env=_environment(**(environ or {})))
 
 
 def test_each_failed_job_is_one_block_at_the_end_with_tracebacks_only_in_the_logs(tiny):
@@ -169,6 +181,22 @@ def test_each_failed_job_is_one_block_at_the_end_with_tracebacks_only_in_the_log
     lines = blocks.splitlines()
     after = lines[max(i for i, line in enumerate(lines) if line.startswith("    log: ")) + 1:]
     assert len(after) <= 5 and after[-1] == "At least one job did not complete successfully.", output[-2000:]
+    # The console (workflow_scripts/core/console.py): the job table as jobs per stage, no CalledProcessError
+    # for the script's exit status 1; Snakemake's log file keeps both.
+    assert "Job stats: 2 jobs, by stage (rule file): unreachable 1, crash 1 (per rule" in output, output
+    assert "CalledProcessError" not in output and output.count("Error in rule ") == 2, output
+    # 54 lines with Snakemake 9.27.1, most of them its own for each job (its start: 7-8, its error: 6); the
+    # blocks take 10. Snakemake's table would add a line per rule, and each CalledProcessError 3.
+    assert len(output.splitlines()) <= 60, output
+    snakemake_log = next((tiny / ".snakemake" / "log").glob("*.snakemake.log")).read_text()
+    assert snakemake_log.count("CalledProcessError") == 2 and "Job stats:\njob" in snakemake_log, snakemake_log
+
+
+def test_atlas_console_full_prints_all_of_snakemakes_output(tiny):
+    result = _run(tiny, "results/crash.txt", environ={"ATLAS_CONSOLE": "full"})
+    output = result.stdout + result.stderr
+    assert result.returncode != 0 and "1 job failed:" in output, output
+    assert "Job stats:\njob" in output and output.count("CalledProcessError") == 1, output
 
 
 def test_a_killed_run_needs_no_unlock_and_its_partial_file_is_removed(tiny):
@@ -194,6 +222,7 @@ def test_a_killed_run_needs_no_unlock_and_its_partial_file_is_removed(tiny):
     dry = _run(tiny, "-n")
     dry_output = dry.stdout + dry.stderr
     assert dry.returncode == 0 and "cannot be locked" not in dry_output and "--unlock" not in dry_output, dry_output
+    assert "Job stats:\njob" in dry_output, dry_output  # a dry run lists its jobs per rule, console or not
     again = _run(tiny)  # no --unlock, no other flag
     output = again.stdout + again.stderr
     assert again.returncode == 0, output[-3000:]
@@ -230,10 +259,11 @@ def test_the_real_workflow_ends_a_project_error_with_its_block(study):
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
                str(study), "--configfile", str(study / "tiny.yaml"), "--cores", "1", "results/data/cola/dev.parquet"]
     result = subprocess.run(command, cwd=study, capture_output=True, text=True, timeout=600,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+                            env=_environment(HF_HUB_OFFLINE="1"))
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert "Traceback" not in output and output.count("is not valid UTF-8") == 1, output[-4000:]
+    assert "CalledProcessError" not in output, output[-4000:]  # rules/common.smk installed the console
     block = output[output.index("1 job failed:"):].splitlines()
     assert block[1] == "rule glue_table (task=cola, split=dev) failed:", output[-3000:]
     assert f"{dev}" in block[2] and "re-encode the file as UTF-8" in block[2]

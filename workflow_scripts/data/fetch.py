@@ -280,9 +280,11 @@ class _LoggedAttempts:
             raise
 
     def _failed(self, url: str, exc: BaseException) -> None:
+        # INFO: the job's log keeps every attempt; its console shows warnings only, and the download's error
+        # (raised after the last attempt, the cause in it) ends in the run's failure block.
         then = "trying again from the start" if self.started < self.attempts else "no attempt left"
-        log.warning("%s: download attempt %d of %d failed (%s: %s); %s", url, self.started, self.attempts,
-                    type(exc).__name__, exc, then)
+        log.info("%s: download attempt %d of %d failed (%s: %s); %s", url, self.started, self.attempts,
+                 type(exc).__name__, exc, then)
 
 
 def _transfer(url: str, target: Path, retries: int) -> None:
