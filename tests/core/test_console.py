@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -77,6 +78,9 @@ def test_a_long_job_table_is_printed_as_jobs_per_stage_and_kept_whole_in_the_log
     assert printed.endswith(")\n\n")  # a blank line after it, as after Snakemake's table
     lines = printed.rstrip("\n").splitlines()
     assert 1 < len(lines) <= 4 and all(len(line) <= console.WIDTH for line in lines), lines
+    assert lines[-1] == f"  {console.PER_RULE}"  # broken between stages, not inside one: "surface 26" stays whole
+    assert all(re.fullmatch(r"(Job stats: \d+ jobs, by stage \(rule file\):)?( ?[a-z_]+ \d+,?)+", line.strip())
+               for line in lines[:-1]), lines
     text = " ".join(line.strip() for line in lines)
     assert text == (f"Job stats: {STATS['total']} jobs, by stage (rule file): data 24, models 8, finetune 20, "
                     "attention 10, surface 26, syntax 26, finetune_effects 22, ablation 10, report 6, explorer 2, "
@@ -105,7 +109,7 @@ def test_a_rule_of_another_file_and_an_unknown_rule_stand_for_themselves():
     stages = console.stage_of_rules(workflow(rules=[("glue_table", "data"), ("all", None)]))
     assert stages == {"glue_table": "data", "all": "all"}
     text = console.compact_stats({"glue_table": 3, "all": 1, "made_later": 2, "total": 6}, stages)
-    assert text.startswith("Job stats: 6 jobs, by stage (rule file): data 3, all 1, made_later 2 (per rule")
+    assert text == f"Job stats: 6 jobs, by stage (rule file): data 3, all 1, made_later 2\n  {console.PER_RULE}\n"
 
 
 def test_the_scripts_exit_status_1_is_left_out_and_every_other_message_is_printed(logs):
@@ -140,3 +144,21 @@ def test_atlas_console_full_shows_everything_and_the_filter_goes_on_once(logs):
     assert len(warned) == 1 and "'ful' is not a setting" in warned[0]
     assert [type(f) for f in logs.logger.handlers[0].filters].count(console.DropScriptExit) == 1
     assert logs.logger.handlers[1].filters == []  # the log file is not the console
+
+
+def test_a_workflow_it_cannot_read_gets_snakemakes_table(logs):
+    console.install(logs.logger, SimpleNamespace(dryrun=False, rules=None), environ={})  # rules: not a list
+    log_stats(logs.logger, STATS)
+    assert logs.screen.getvalue() == table(STATS) + "\n"
+
+
+def test_the_error_block_of_a_job_that_recorded_its_failure_is_left_to_the_final_block(tmp_path):
+    from workflow_scripts.core import failures
+
+    recorded, silent = tmp_path / "recorded.log", tmp_path / "silent.log"
+    failures.write_record(recorded, rule="r", wildcards={}, error=ValueError("x"), bug=False)
+    record = logging.LogRecord("snakemake", logging.ERROR, __file__, 1, "Error in rule r, jobid: 1", None, None)
+    record.event, record.log = "job_error", [str(recorded)]
+    assert not console.DropScriptExit().filter(record)
+    record.log = [str(silent)]  # killed, out of memory: no record, so Snakemake's own block stays
+    assert console.DropScriptExit().filter(record)

@@ -158,7 +158,8 @@ def _snakemake(workflow: Path, work: Path, directory: Path, *args: str) -> tuple
     directory.mkdir(exist_ok=True)
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(workflow / "Snakefile"), "--directory",
                str(directory), "--configfile", str(work / "tiny.yaml"), *args]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    # ATLAS_CONSOLE=full: the job blocks this test reads are left out of a real run's console otherwise.
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "ATLAS_CONSOLE": "full"}
     start = time.monotonic()
     result = subprocess.run(command, cwd=directory, capture_output=True, text=True, env=env,
                             timeout=RUN_TIMEOUT_S)

@@ -1,4 +1,4 @@
-"""What Snakemake prints on the console of a run, made to fit one screen with the failure blocks at its end.
+"""What Snakemake prints on the console of a run: two of its messages shortened, so that a failed run stays short.
 
 A run of the whole study printed a table of its 78 rules before the first job, and, for every failed job,
 Snakemake's ``RuleException`` / ``CalledProcessError ... entry.py' returned non-zero exit status 1.``,
@@ -12,8 +12,9 @@ the standard ``logging`` module on the console handler of Snakemake's logger, an
   ``workflow_scripts/study/plan.py`` and the benchmarks read. A short table (one target, a few rules) stays,
   being short already and more telling than stages;
 - a :class:`logging.Filter` (:class:`DropScriptExit`) that drops the ``CalledProcessError`` of the project's
-  script (``rules/scripts/entry.py``) when it exited with status 1. See :func:`is_script_exit` for why that
-  one and no other.
+  script (``rules/scripts/entry.py``) when it exited with status 1 (see :func:`is_script_exit` for why that
+  one and no other), and the "Error in rule" block of a job that recorded its failure (the block at the end
+  says the same, and more).
 
 The record itself is not changed (the formatter formats it; the filter only answers): Snakemake's log file
 (``.snakemake/log/``) and logger plugins still get the whole table, its ``stats`` and the error. Every other
@@ -21,7 +22,7 @@ message is left as Snakemake prints it. ``ATLAS_CONSOLE=full`` in the environmen
 
 The Snakefile (``rules/common.smk``) installs these while it is parsed, in the main process of a run: Snakemake
 makes its handlers before it reads the Snakefile (``snakemake.logging.LoggerManager``, once per run), and
-logs the job table after, when the DAG is built. Standard library only: this package does not import Snakemake.
+logs the job table after, when the DAG is built. This module does not import Snakemake.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ import textwrap
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from .failures import read_record
 
 SWITCH = "ATLAS_CONSOLE"  # ATLAS_CONSOLE=full: Snakemake's own console output, nothing left out
 # A table of more rules than this no longer fits beside the failure blocks on one screen.
@@ -89,9 +92,13 @@ def compact_stats(stats: Mapping[str, int], stage_of: Mapping[str, str]) -> str:
             per_stage[stage] = per_stage.get(stage, 0) + int(count)
     per_stage = {stage: count for stage, count in per_stage.items() if count}
     total = stats.get("total", sum(per_stage.values()))
-    stages = ", ".join(f"{stage} {count}" for stage, count in per_stage.items())
-    text = f"Job stats: {total} jobs, by stage (rule file): {stages} {PER_RULE}"
-    return "\n".join(textwrap.wrap(text, WIDTH, subsequent_indent="  ", break_on_hyphens=False)) + "\n"
+    # Lines break between stages, not inside one (nor inside the hint): their spaces are no-break spaces
+    # for textwrap, and spaces again once wrapped.
+    units = [f"{stage}\xa0{count}" for stage, count in per_stage.items()]
+    units = [f"{unit}," for unit in units[:-1]] + units[-1:]
+    text = " ".join([f"Job stats: {total} jobs, by stage (rule file):", *units, PER_RULE.replace(" ", "\xa0")])
+    lines = textwrap.wrap(text, WIDTH, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
+    return "\n".join(lines).replace("\xa0", " ") + "\n"
 
 
 class CompactJobStats(logging.Formatter):
@@ -106,15 +113,37 @@ class CompactJobStats(logging.Formatter):
         # workflow.dryrun is known once the run has chosen its executor, before the table is logged.
         if is_stats(record) and len(stats) - ("total" in stats) > self.max_rows and \
                 not getattr(self.workflow, "dryrun", False):
-            return compact_stats(stats, stage_of_rules(self.workflow))
+            try:
+                return compact_stats(stats, stage_of_rules(self.workflow))
+            except Exception:  # noqa: BLE001 - a workflow object unlike Snakemake's: its own table, not none
+                pass
         return self.inner.format(record)
 
 
+def is_recorded_job_error(record: logging.LogRecord) -> bool:
+    """Snakemake's "Error in rule" block of a job that recorded its failure beside its log: the block
+    ``onerror:`` prints for it at the end names the same rule and log, and says what went wrong and the fix."""
+    if getattr(record, "event", None) != "job_error":
+        return False
+    return any(read_record(log) is not None for log in getattr(record, "log", None) or [])
+
+
 class DropScriptExit(logging.Filter):
-    """The console's filter: leaves out :func:`is_script_exit` records."""
+    """The console's filter: leaves out :func:`is_script_exit` and :func:`is_recorded_job_error` records and,
+    in a real run of ``workflow``, the block Snakemake prints as each job starts (its inputs, outputs, reason
+    and resources: 7 lines or more a job, a thousand and more for the quickstart study). The progress lines
+    ("N of M steps done") stay, the log file keeps the blocks, and a dry run keeps them: they are how one
+    lists the jobs."""
+
+    def __init__(self, workflow: Any = None) -> None:
+        super().__init__()
+        self.workflow = workflow
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not is_script_exit(record)
+        if is_script_exit(record) or is_recorded_job_error(record):
+            return False
+        started = getattr(record, "event", None) in ("job_info", "group_info")
+        return not (started and self.workflow is not None and not getattr(self.workflow, "dryrun", True))
 
 
 # The name snakemake.logging.LoggerManager gives the handler it writes the console with. Not its log file's,
@@ -144,6 +173,6 @@ def install(logger: logging.Logger, workflow: Any, *, environ: Mapping[str, str]
         if any(isinstance(f, DropScriptExit) for f in handler.filters):
             continue  # installed already (the Snakefile read twice in one process)
         handler.setFormatter(CompactJobStats(handler.formatter, workflow, max_rows))
-        handler.addFilter(DropScriptExit())
+        handler.addFilter(DropScriptExit(workflow))
         changed += 1
     return changed
