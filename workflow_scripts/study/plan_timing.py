@@ -85,13 +85,14 @@ def parse_rates(text: str) -> Rates:
 
 
 def pick_device(device: str) -> str:
-    import torch
+    """The device the jobs would run on (attention.extract's choice), or NotTimed where it is not here."""
+    from ..attention.extract import pick_device as jobs_device
+    from ..core.errors import AtlasError
 
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise NotTimed("its device is 'cuda' and torch sees no GPU here (give --rate)")
-    return device
+    try:
+        return jobs_device(device)
+    except AtlasError:
+        raise NotTimed("its device is 'cuda' and torch sees no GPU here (give --rate)") from None
 
 
 def _sync(device: str) -> None:
