@@ -1,4 +1,5 @@
 # attention-atlas: what do an encoder's attention heads do? One DAG from data to report.
+#   snakemake --profile profiles/quickstart --cores all             (a small complete study in minutes)
 #   snakemake --cores all                                           (default study, from the hub)
 #   snakemake --profile profiles/offline --config mirror=PATH --cores all   (offline study)
 import os
