@@ -6,9 +6,10 @@
     python tools/check_report.py report.html --screenshots shots/
 
 For every category and every file in it, the check clicks the file's view button and its caption
-button: an image must load (non-zero natural size), any other file (CSV tables) must download
-under its own name, a caption must be rendered (no leftover Jinja braces), and the page must log
-no JavaScript error. Screenshots of the landing page and of every summary figure go to
+button: an image must load (non-zero natural size), a page shown inline (the head explorer's HTML)
+must load in its frame with some text, any other file (CSV tables) must download under its own
+name, a caption must be rendered (no leftover Jinja braces), and the page must log no JavaScript
+error. Screenshots of the landing page and of every summary figure go to
 --screenshots. The exit status is 1 when anything is broken, and each broken item is printed.
 """
 
@@ -28,12 +29,29 @@ class Item:
     shown: str = ""
 
 
-def _open(page, url: str, category: str | None = None) -> None:
+# The report's left sidebar is the outermost <nav> (it holds a breadcrumb <nav> of its own): the category
+# links and, once a category is open, its file table live there. Every locator is scoped to it, because the
+# landing page and the captions repeat the same words (an <em>Attention</em> beside the category "Attention").
+SIDEBAR = "nav:not(nav nav)"
+# The result categories: the links listed after the sidebar's "Results" heading (General's links come before it).
+CATEGORY_LINKS = 'li:text-is("Results") ~ li a'
+
+
+def _open(page, url: str, category: str | None = None):
+    """Load the report afresh (optionally opening one category) and return its sidebar."""
     page.goto(url)
-    page.wait_for_selector("text=RESULTS", timeout=30_000)
+    sidebar = page.locator(SIDEBAR)
+    sidebar.get_by_text("Results", exact=True).wait_for(timeout=30_000)
     if category is not None:
-        page.get_by_text(category, exact=True).click()
-        page.wait_for_selector("text=FILE", timeout=10_000)
+        sidebar.locator(CATEGORY_LINKS).get_by_text(category, exact=True).click()
+        sidebar.get_by_role("columnheader", name="File", exact=True).wait_for(timeout=10_000)
+    return sidebar
+
+
+def _row(sidebar, name: str):
+    """The file table's row of one file: its first cell is exactly the name (a has_text match would also take
+    a row whose name merely contains this one)."""
+    return sidebar.locator("tbody tr").filter(has=sidebar.page.get_by_role("cell", name=name, exact=True))
 
 
 def check_report(report: Path, screenshots: Path | None, chromium: str) -> list[Item]:
@@ -49,20 +67,18 @@ def check_report(report: Path, screenshots: Path | None, chromium: str) -> list[
         page = context.new_page()
         page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
         page.on("console", lambda m: errors.append(f"console error: {m.text}") if m.type == "error" else None)
-        _open(page, url)
+        sidebar = _open(page, url)
         if screenshots:
             screenshots.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(screenshots / "landing.png"))
-        menu = page.inner_text("body").split("RESULTS", 1)[1]
-        categories = [line.strip() for line in menu.splitlines() if line.strip()]
+        categories = [link.inner_text().strip() for link in sidebar.locator(CATEGORY_LINKS).all()]
         for category in categories:
-            _open(page, url, category)
-            files = [row.inner_text().split("\t")[0].strip() for row in page.locator("tr").all()]
-            for name in (f for f in files if f and f != "FILE"):
+            sidebar = _open(page, url, category)
+            files = [row.locator("td").first.inner_text().strip() for row in sidebar.locator("tbody tr").all()]
+            for name in (f for f in files if f):
                 item = Item(category, name)
                 items.append(item)
-                _open(page, url, category)
-                row = page.locator("tr", has_text=name).first
+                row = _row(_open(page, url, category), name)
                 if name.lower().endswith((".png", ".svg", ".jpg", ".jpeg")):
                     row.locator("a[iconname=eye]").click()
                     page.wait_for_timeout(800)
@@ -73,6 +89,16 @@ def check_report(report: Path, screenshots: Path | None, chromium: str) -> list[
                     item.shown = f"image {max(sizes) if sizes else 0} px wide"
                     if screenshots and "/summary/" in name:
                         page.screenshot(path=str(screenshots / f"{Path(name).stem}.png"))
+                elif row.locator("a[iconname=eye]").get_attribute("download") is None:
+                    # A page the report shows inline (the head explorer's .html): Snakemake puts it in an
+                    # <iframe> of its data: URL, so it is never downloaded; it must load with a body.
+                    row.locator("a[iconname=eye]").click()
+                    frame = page.locator(f'iframe[src*="filename={Path(name).name};"]')
+                    frame.wait_for(timeout=10_000)
+                    body = frame.content_frame.locator("body").inner_text(timeout=10_000)
+                    if not body.strip():
+                        item.problems.append("page shown empty")
+                    item.shown = f"page {len(body)} characters"
                 else:
                     with page.expect_download(timeout=10_000) as download:
                         row.locator("a[iconname=eye]").click()
@@ -80,8 +106,7 @@ def check_report(report: Path, screenshots: Path | None, chromium: str) -> list[
                     if got != Path(name).name:
                         item.problems.append(f"download named {got!r}")
                     item.shown = f"download {got}"
-                _open(page, url, category)
-                page.locator("tr", has_text=name).first.locator("a[iconname=information-circle]").click()
+                _row(_open(page, url, category), name).locator("a[iconname=information-circle]").click()
                 page.wait_for_timeout(400)
                 text = page.inner_text("body")
                 if "{{" in text or "}}" in text or "{%" in text:

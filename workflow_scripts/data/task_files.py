@@ -169,7 +169,7 @@ def _delimited_rows(path: Path, fmt: str, task: _Task) -> Iterator[tuple[int, di
             except StopIteration:
                 break
             except csv.Error as exc:
-                raise InputFormatError(path, reader.line_num, task.say(f"unreadable {fmt.upper()}: {exc}")) from None
+                raise _csv_error(exc, path, reader.line_num, fmt, task) from None
             start, end = end + 1, reader.line_num
             if not row:
                 continue
@@ -187,6 +187,20 @@ def _delimited_rows(path: Path, fmt: str, task: _Task) -> Iterator[tuple[int, di
             yield start, dict(zip(header, row))
     if header is None:
         raise InputFormatError(path, 1, task.say("the file is empty"), f"expected a {fmt.upper()} file with a header")
+
+
+def _csv_error(exc: csv.Error, path: Path, line: int, fmt: str, task: _Task) -> InputFormatError:
+    """The csv module's error as one the user can act on; its field-size error names no file and no fix."""
+    limit = csv.field_size_limit()
+    if "field larger than field limit" in str(exc):
+        return InputFormatError(
+            path, line, task.say(f"a field is longer than {limit} characters, the most the {fmt.upper()} "
+                                 "reader takes in one field"),
+            "shorten or split the field: the model truncates each input at max_length tokens anyway, so the "
+            "rest is never read; if the file is right and the text column holds a whole document, split it "
+            "into one row per paragraph or sentence, or keep only its start; if no text should be this long, "
+            "look for a double quote left open, which runs a field on to the end of the file")
+    return InputFormatError(path, line, task.say(f"unreadable {fmt.upper()}: {exc}"))
 
 
 def _check_header(path: Path, fmt: str, header: list[str], line: int, task: _Task) -> None:

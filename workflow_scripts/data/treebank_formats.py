@@ -61,7 +61,9 @@ def _check_tagset(tagset: str) -> None:
 def _blocks(path: Path, *, skip_comments: bool) -> Iterator[list[tuple[int, str]]]:
     """Yield each blank-line-separated block as (1-based line number, line without newline) pairs."""
     block: list[tuple[int, str]] = []
-    with open_text(path) as handle:
+    # utf-8-sig: a leading byte-order mark is dropped, as in the CoNLL-U and CSV/TSV readers, not glued
+    # to the first word.
+    with open_text(path, encoding="utf-8-sig") as handle:
         for number, raw in enumerate(handle, start=1):
             line = raw.rstrip("\r\n")
             if not line.strip():

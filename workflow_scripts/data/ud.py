@@ -55,7 +55,9 @@ def _blocks(path: Path) -> Iterator[tuple[int, str]]:
     """Yield (first line number, text) of every blank-line-separated sentence block."""
     lines: list[str] = []
     start = 1
-    with open_text(path) as handle:
+    # utf-8-sig: a leading byte-order mark (Windows editors add one) is dropped, as in the CSV/TSV readers;
+    # left in, it would be glued to line 1 and reported as a malformed first line.
+    with open_text(path, encoding="utf-8-sig") as handle:
         for number, line in enumerate(handle, start=1):
             if line.strip() == "":
                 if lines:

@@ -181,7 +181,25 @@ def _describe(error: jsonschema.ValidationError) -> str:
         return f"config key '{key}': the entry name {error.instance!r} is not allowed ({rule}); rename the entry"
     hint = error.schema.get("description", "")
     message = f"config key '{key}': {error.message}"
+    if _bool_for_string(error):
+        message += f"; {YAML_BOOLEAN_FIX}"
     return f"{message} ({hint})" if hint else message
+
+
+YAML_BOOLEAN_FIX = "YAML reads unquoted yes/no/on/off/true/false as true/false: quote it ('yes')"
+
+
+def _bool_for_string(error: jsonschema.ValidationError) -> bool:
+    """A bool where a string was wanted: most likely an unquoted yes/no (labels: [yes, no]) that YAML 1.1
+    turned into true/false, which the schema's own message (True is not of type 'string') does not explain."""
+    if not isinstance(error.instance, bool):
+        return False
+    wanted = error.validator_value
+    if error.validator == "type":
+        return "string" in ([wanted] if isinstance(wanted, str) else wanted)
+    if error.validator in ("enum", "const"):
+        return any(isinstance(v, str) for v in (wanted if error.validator == "enum" else [wanted]))
+    return False
 
 
 def check_schema(config: dict[str, Any], schema: dict[str, Any]) -> None:

@@ -1,0 +1,59 @@
+"""tools/check_report.py, the headless-browser check of a Snakemake report, on the tiny study's report.
+
+The tool drives the system's Chromium (/usr/bin/chromium, Debian's package) through playwright, the ``browser``
+extra; either missing, the test skips and says which. CI installs only ``.[dev]``, so there it skips unless
+playwright is installed too. It builds the whole tiny DAG first, hence e2e.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support.mirror import write_tiny_study
+from support.paths import REPO
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+pytestmark = [
+    pytest.mark.e2e,
+    # skipif, not a skip inside the test: the marks are read before the (minutes long) study is built.
+    pytest.mark.skipif(importlib.util.find_spec("playwright") is None,
+                       reason='playwright is not installed (pip install -e ".[browser]")'),
+    pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"no system Chromium at {CHROMIUM} (apt-get install chromium)"),
+]
+
+
+def _snakemake(work: Path, *args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
+               "--configfile", str(work / "tiny.yaml"), "--cores", "2", *args]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    return subprocess.run(command, cwd=work, capture_output=True, text=True, env=env, timeout=3600)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, tiny_bert) -> Path:
+    study = write_tiny_study(tmp_path_factory.mktemp("study"), tiny_bert)
+    built = _snakemake(study)
+    assert built.returncode == 0, built.stderr[-6000:]
+    report = study / "report.html"
+    written = _snakemake(study, "--report", str(report))
+    assert written.returncode == 0, written.stderr[-3000:]
+    return report
+
+
+def test_every_result_of_the_tiny_report_opens_in_the_browser(report, tmp_path):
+    shots = tmp_path / "shots"
+    result = subprocess.run([sys.executable, str(REPO / "tools" / "check_report.py"), str(report),
+                             "--screenshots", str(shots), "--chromium", str(CHROMIUM)],
+                            capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
+    ok, total = result.stdout.strip().splitlines()[-1].split(" results ok")[0].split(" of ")
+    assert ok == total and int(total) > 10, result.stdout[-3000:]
+    # The tiny study's summary page of each subject (tiny, tiny@norm) is screenshot, besides the landing page.
+    assert {"landing.png", "tiny.png", "tiny@norm.png"} <= {p.name for p in shots.iterdir()}
