@@ -26,7 +26,7 @@ if workflow.exec_mode == ExecMode.DEFAULT and workflow.overwrite_workdir is None
 from workflow_scripts.core import console
 from workflow_scripts.core.errors import ConfigError
 from workflow_scripts.study.config import check_schema, check_semantics, coerce_config, load_schema
-from workflow_scripts.study.model import build_study
+from workflow_scripts.study.build import build_study
 
 # The console of a run in one screen (workflow_scripts/core/console.py): a long job table as jobs per stage,
 # and no CalledProcessError for a failed job of the project's script (onerror's block tells its failure).

@@ -11,8 +11,8 @@ import pytest
 from support.config_checks import schema_error, with_defaults
 from support.study_configs import study_of
 from workflow_scripts.core.errors import ConfigError
+from workflow_scripts.study.build import build_study
 from workflow_scripts.study.config import check_schema
-from workflow_scripts.study.model import build_study
 
 HOSTILE = ["..", "../x", ".hidden", "a/b", "/abs", "a\\b", "C:\\x", ""]
 REFUSED = "cannot be a folder or file name"

@@ -10,8 +10,8 @@ import math
 import pytest
 
 from support.mirror import write_tiny_study
+from workflow_scripts.study.build import build_study
 from workflow_scripts.study.config import resolve_config
-from workflow_scripts.study.model import build_study
 from workflow_scripts.study.plan import _time_lines, main
 from workflow_scripts.study.plan_timing import (
     NotTimed,

@@ -8,8 +8,8 @@ from pathlib import Path
 import yaml
 from snakemake.utils import update_config, validate
 
+from workflow_scripts.study.build import build_study
 from workflow_scripts.study.config import check_schema, check_semantics, coerce_config, load_schema
-from workflow_scripts.study.model import build_study
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "schemas" / "config.schema.yaml"

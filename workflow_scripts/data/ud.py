@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import conllu
@@ -22,33 +22,9 @@ from ..core.errors import InputFormatError
 from .tables import MENTION_SCHEMA, TREEBANK_SCHEMA
 from .text_files import open_text
 from .ud_checks import check_head_column, check_tree, unparsable_line
+from .ud_sentence import Sentence, Word
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Word:
-    form: str
-    lemma: str
-    upos: str
-    xpos: str
-    head: int  # 0-based, -1 for the root
-    deprel: str
-    start: int
-    end: int
-    mwt: int
-    entity: str | None
-    line: int
-
-
-@dataclass
-class Sentence:
-    example_id: int
-    sent_id: str
-    doc_id: str | None
-    text: str
-    words: list[Word] = field(default_factory=list)
-    line: int = 0
 
 
 def _blocks(path: Path) -> Iterator[tuple[int, str]]:

@@ -17,7 +17,7 @@ import conllu
 from ..core.errors import InputFormatError
 
 if TYPE_CHECKING:
-    from .ud import Sentence
+    from .ud_sentence import Sentence
 
 # What ``conllu`` accepts as an integer field (no sign on 0, no leading zeros); HEAD is
 # checked against it before parsing so that a bad HEAD is reported on its own line.

@@ -1,6 +1,7 @@
 """The study model: what the DAG builds, computed once from the validated config.
 
-``build_study(config)`` answers every question a rule file asks: which corpora and splits exist,
+``build_study(config)`` (build.py: every stage's plan run on one Study) answers every question a rule
+file asks: which corpora and splits exist,
 which models and checkpoints, which fine-tuning runs, which attention dumps, what each analysis
 stage runs and on what, which tables the report reads and why the others are absent, and the
 final outputs (``rule all``). It is plain Python with no Snakemake inside, so the study's shape is
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from ..attention.shards import shard_groups, shard_stem
@@ -23,13 +23,10 @@ from ..core.subjects import base_model, split_subject, subject_name
 from ..data.corpora import WINDOW_SUFFIX, Corpora
 from ..data.entries import TaskSpec
 from ..finetune.tasks import checkpoint_name, task_seeds, task_settings
-from .ablation_plan import plan_ablation
 from .annotation import annotation_settings, caption_text, describe_annotators
 from .config import selected_corpora, selected_splits
-from .explorer_plan import plan_explorer
 from .path_names import path_name_problems
 from .paths import ResultPaths
-from .report_plan import plan_report
 from .stages import STAGES
 
 SURFACE_TABLES = ("surface_heads", "sep_gradient", "head_clusters", "attention_distance")
@@ -75,19 +72,15 @@ class Study:
     # explorer (workflow_scripts/study/explorer_plan.py)
     explorer: Any = None
     stage_outputs: dict[str, list[str]] = field(default_factory=dict)
+    # The input functions of the rules (workflow_scripts/study/inputs.py: RuleInputs), set by build.build_study
+    # once every stage has planned: inputs.py reads the Study, so this module does not import it.
+    inputs: Any = None
 
     # --- simple views --------------------------------------------------------------------------------------
 
     @property
     def results(self) -> str:
         return self.paths.root
-
-    @cached_property
-    def inputs(self):
-        """The input functions of the rules (workflow_scripts/study/inputs.py), made once."""
-        from .inputs import RuleInputs
-
-        return RuleInputs(self)
 
     @property
     def offline(self) -> bool:
@@ -257,8 +250,9 @@ class Study:
         return [path for stage in STAGES for path in self.stage_outputs.get(stage, [])]
 
 
-def build_study(config: Mapping[str, Any]) -> Study:
-    """The study of a validated config (raises ConfigError naming the key and the fix)."""
+def new_study(config: Mapping[str, Any]) -> Study:
+    """The study of a validated config before any stage has planned its part (build.build_study plans them);
+    raises ConfigError naming the key and the fix."""
     # check_schema refused these already; here too, so that no caller can plan a path outside its folder.
     unsafe = path_name_problems(dict(config))
     if unsafe:
@@ -268,11 +262,7 @@ def build_study(config: Mapping[str, Any]) -> Study:
     for corpus, found in splits.items():
         if not found:
             raise ConfigError(f"corpus {corpus!r}: no split is available offline in the mirror {config['mirror']}")
-    study = Study(config=config, paths=ResultPaths(config["results"]), corpora=corpora, splits=splits)
-    for plan in (_plan_data, _plan_models, _plan_finetune, _plan_attention, _plan_surface, _plan_syntax,
-                 _plan_finetune_effects, plan_ablation, plan_report, plan_explorer):
-        plan(study)
-    return study
+    return Study(config=config, paths=ResultPaths(config["results"]), corpora=corpora, splits=splits)
 
 
 def _plan_data(study: Study) -> None:
@@ -382,3 +372,9 @@ def _plan_finetune_effects(study: Study) -> None:
     study.stage_outputs["finetune_effects"] = ([study.paths.table(name) for name in EFFECTS_TABLES]
                                                + study.paths.figures("finetune_effects", EFFECTS_FIGURES)
                                                if study.effects_tasks else [])
+
+
+# The plans of the stages up to the analyses, in order; build.build_study runs them, then those of the causal
+# head checks, the report and the explorer (their own modules, which read what these planned).
+ANALYSIS_PLANS = (_plan_data, _plan_models, _plan_finetune, _plan_attention, _plan_surface, _plan_syntax,
+                  _plan_finetune_effects)

@@ -30,8 +30,9 @@ from typing import Any
 from ..core.errors import AtlasError, ConfigError
 from ..core.subjects import base_model
 from ..models.checkpoints import parse_checkpoint_name
+from .build import build_study
 from .config import resolve_config
-from .model import Study, build_study
+from .model import Study
 from .plan_sizes import BYTES_PER_VALUE, DumpSize, ModelShape, model_shape, size_dump, split_size
 from .plan_timing import Rates, duration, estimate, parse_rates, time_models
 from .stages import STAGES
