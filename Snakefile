@@ -68,7 +68,24 @@ onerror:
         logger.error(message)
 
 
+# Damage that earlier runs left or jobs refused (a truncated, swapped or deleted shard, an edited manifest
+# or checkpoint record, replaced weights) is withdrawn and rebuilt by this run, with what depends on it: what
+# rebuilds it is an input of rule all (workflow_scripts/study/integrity.py). Main process only, dry runs too;
+# only what a rule of this study makes.
+from workflow_scripts.study.integrity import damage_lines, find_damage, withdraw
+
+REPAIRS = []
+if workflow.exec_mode == ExecMode.DEFAULT:
+    _damaged = [d for d in find_damage(STUDY) if any(rule.is_producer(d.target) for rule in workflow.rules)]
+    if _damaged:
+        withdraw(_damaged)
+        for _line in damage_lines(_damaged, STUDY.results):
+            logger.warning(_line)
+    REPAIRS = sorted({d.target for d in _damaged})
+
+
 rule all:
     default_target: True
     input:
         STUDY.outputs(),
+        REPAIRS,

@@ -86,6 +86,7 @@ rule task_table:
     params:
         task=STUDY.inputs.task_entry,
         offline=STUDY.offline,
+        max_field_chars=DATA["max_field_chars"],
     script:
         "scripts/entry.py"
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -29,6 +27,7 @@ from workflow_scripts.attention.signals import forward_attentions
 from workflow_scripts.attention.texts import TEXT
 from workflow_scripts.attention.tokens import build_token_table, token_words
 from workflow_scripts.core.errors import AtlasError
+from workflow_scripts.core.file_records import write_sealed_json
 
 
 @pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_roberta"])
@@ -293,8 +292,8 @@ def test_a_shard_with_other_examples_of_the_same_size_is_refused(tmp_path, tiny_
     ids = table["example_id"].to_numpy()[::-1].copy()
     table = table.set_column(0, "example_id", pa.array(ids, pa.int64()))
     pq.write_table(table, victim, compression="zstd", write_page_checksum=True)
-    summary["shards"][0]["bytes"] = victim.stat().st_size  # a forger who also edits the size
-    (out / "manifest.json").write_text(json.dumps(summary))
+    summary["shards"][0]["bytes"] = victim.stat().st_size  # a forger who also edits the size, and reseals
+    write_sealed_json(summary, out / "manifest.json")
     with pytest.raises(CorruptShardError, match="example ids differ"):
         list(AttentionDump(out).iter_examples())
 

@@ -23,7 +23,7 @@ from workflow_scripts.attention.shards import (
 )
 from workflow_scripts.core.errors import AtlasError
 
-VOLATILE = ("dump_id", "seconds", "timings", "run_id", "sha256")
+VOLATILE = ("dump_id", "seconds", "timings", "run_id", "sha256", "mtime_ns", "record_sha256")
 
 
 def _without_volatile(manifest):
@@ -108,6 +108,7 @@ def _as_written_before_shard_jobs(dump, summary, old_id, compression):
         shard["bytes"] = path.stat().st_size
         del shard["run_id"]
     summary["dump_id"] = old_id
+    summary.pop("record_sha256", None)  # no seals then
     (dump / "manifest.json").write_text(json.dumps(summary))
 
 

@@ -1,6 +1,6 @@
 """A leading UTF-8 byte-order mark is read the same way in every text format (CoNLL-U, CoNLL-X, Malt-TAB,
-task CSV/TSV, GLUE TSV): the file reads as if it had none. A CSV/TSV field over the csv module's size
-limit is an InputFormatError naming the file, the line, the limit and the fix."""
+task CSV/TSV, GLUE TSV, WiC, GloVe, WikiText): the file reads as if it had none. A CSV/TSV field over the csv
+module's size limit is an InputFormatError naming the file, the line, the limit and the fix."""
 
 from __future__ import annotations
 
@@ -11,10 +11,13 @@ import pytest
 
 from support.conllu import GUM_LINES
 from workflow_scripts.core.errors import InputFormatError
+from workflow_scripts.data.glove import parse_glove_file
 from workflow_scripts.data.glue import parse_glue_tsv
 from workflow_scripts.data.task_files import read_task_file
+from workflow_scripts.data.text_files import open_text
 from workflow_scripts.data.treebank_formats import parse_conllx, parse_malt_tab
 from workflow_scripts.data.ud import parse_conllu
+from workflow_scripts.data.wic import parse_wic_files
 
 BOM = b"\xef\xbb\xbf"
 TASK = {"text": ["sentence"], "label": "sentiment", "kind": "classification", "labels": ["negative", "positive"]}
@@ -87,8 +90,8 @@ def test_field_over_the_csv_limit_names_file_line_limit_and_fix(tmp_path, small_
     assert caught.value.line == 3 and f"{path}, line 3:" in message
     assert "task entry 'mytask'" in message
     assert f"longer than {small_field_limit} characters" in message
-    assert "shorten or split the field" in message and "max_length" in message
-    assert "whole document" in message
+    assert "shorten or split it" in message and "max_length" in message
+    assert "raise data.max_field_chars above 100" in message and "double quote left open" in message
     assert "field larger than field limit" not in message
 
 
@@ -98,3 +101,25 @@ def test_default_limit_is_named(tmp_path):
     path.write_text(f"sentence,sentiment\n{'x' * (limit + 1)},positive\n", encoding="utf-8")
     with pytest.raises(InputFormatError, match=f"longer than {limit} characters"):
         read_task_file(path, entry="mytask", fmt=None, **TASK)
+
+
+def test_glue_tsv_field_over_the_limit_is_a_damaged_file(tmp_path, small_field_limit):
+    path = tmp_path / "dev.tsv"
+    path.write_text(f"sentence\tlabel\nGood.\t1\n{'x' * 150}\t0\n", encoding="utf-8")
+    with pytest.raises(InputFormatError) as caught:
+        parse_glue_tsv("sst2", path)
+    assert caught.value.line == 3 and f"{path}, line 3:" in str(caught.value)
+    assert "longer than 100 characters" in str(caught.value) and "damaged" in str(caught.value)
+
+
+def test_wic_glove_and_wikitext_with_bom_read_as_without(tmp_path):
+    data = "bank\tN\t1-3\tThe bank was closed .\tHe sat on the bank .\n"
+    plain, marked = both(tmp_path, "dev.data.txt", data)
+    gold_plain, gold_marked = both(tmp_path, "dev.gold.txt", "F\n")
+    assert parse_wic_files(marked, gold_marked).equals(parse_wic_files(plain, gold_plain))
+    plain, marked = both(tmp_path, "glove.txt", "the 0.1 0.2\ncat 0.3 0.4\n")
+    table = parse_glove_file(marked, None)
+    assert table.equals(parse_glove_file(plain, None)) and table.column("word").to_pylist()[0] == "the"
+    plain, marked = both(tmp_path, "wiki.train.tokens", " = Title = \n\n One two three . \n\n")
+    with open_text(marked) as handle:
+        assert handle.readlines() == plain.read_text(encoding="utf-8").splitlines(keepends=True)

@@ -106,6 +106,8 @@ DEFAULT = {
         "ud_url": "https://raw.githubusercontent.com/UniversalDependencies/{repo}/{tag}/{file}",
         # Added with the key (UD downloads checked against the release's git blob ids).
         "ud_api_url": "https://api.github.com/repos/UniversalDependencies/{repo}/contents/{file}?ref={tag}",
+        # Added with the key (a task file's longest field: the csv module's default).
+        "max_field_chars": 131072,
         "wiki": {
             "hub": {"config": "wikitext-103-raw-v1", "dataset": "Salesforce/wikitext", "split": "train"},
             "max_words": 128,

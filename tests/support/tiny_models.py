@@ -65,13 +65,24 @@ def save_tiny_model(directory: Path, *, kind: str = "bert", cased: bool = False,
 
 def write_manifest(directory: Path, model_dir: Path, name: str = "pretrained") -> Path:
     """A checkpoint manifest in ``directory`` that loads the tiny model saved in ``model_dir``."""
+    import shutil
+
+    from workflow_scripts.models.checkpoints import OWN_KINDS, WEIGHTS, parse_checkpoint_name
     from workflow_scripts.models.checkpoints import write_manifest as write
 
+    if parse_checkpoint_name(name)["kind"] in OWN_KINDS:  # the workflow's own checkpoints hold their weights
+        weights = Path(directory) / WEIGHTS
+        shutil.rmtree(weights, ignore_errors=True)
+        shutil.copytree(model_dir, weights)
+        model_dir = weights
     return write(directory, model="tiny", name=name, load_from=str(model_dir))
 
 
 def placeholder_checkpoint(directory: Path, name: str = "pretrained", **extra) -> Path:
     """A checkpoint manifest whose weights are nowhere: for analyses that read dumps, never the model."""
+    from workflow_scripts.models.checkpoints import OWN_KINDS, WEIGHTS, parse_checkpoint_name
     from workflow_scripts.models.checkpoints import write_manifest as write
 
-    return write(directory, model="tiny", name=name, load_from="nowhere", **extra)
+    own = parse_checkpoint_name(name)["kind"] in OWN_KINDS  # their weights/ folder, empty
+    return write(directory, model="tiny", name=name, load_from=Path(directory) / WEIGHTS if own else "nowhere",
+                 **extra)

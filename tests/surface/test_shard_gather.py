@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import pandas as pd
@@ -13,6 +14,7 @@ from support.tiny_dumps import SENTENCES
 from support.tiny_dumps import tiny_dump as _dump
 from workflow_scripts.attention.reader import AttentionDump
 from workflow_scripts.core.errors import AtlasError
+from workflow_scripts.core.file_records import write_sealed_json
 from workflow_scripts.surface.distance import (
     attention_distance_gather,
     attention_distance_part,
@@ -111,7 +113,7 @@ def test_a_partial_of_an_earlier_extraction_is_refused_and_removed(three_shard_d
         (rebuilt / path.name).symlink_to(path)
     text = manifest.read_text()
     entry = AttentionDump(manifest.parent).shard_entry("shard-0001-of-0003.parquet")
-    (rebuilt / "manifest.json").write_text(text.replace(entry["sha256"], "0" * 64))
+    write_sealed_json(json.loads(text.replace(entry["sha256"], "0" * 64)), rebuilt / "manifest.json")
     with pytest.raises(AtlasError, match="computed from an earlier extraction of .*shard-0001-of-0003.parquet"):
         surface_heads_gather(rebuilt / "manifest.json", partials, tmp_path / "t.csv", resamples=10, seed=0,
                              **LABELS)

@@ -14,7 +14,6 @@ and gathers their records into the manifest (:func:`gather_manifest`, rule atten
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import time
@@ -31,7 +30,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
-from ..core.io import atomic_path, read_metadata, write_json
+from ..core.file_records import file_entry, file_sha256, write_sealed_json
+from ..core.io import atomic_path, read_metadata
 from ..core.subjects import DEFAULT_SIGNAL
 from .shards import example_ids_digest, shard_bounds, shard_names, shard_record_path
 from .signals import SignalMaps, attention_layers, attn_implementation_for
@@ -129,12 +129,6 @@ def read_examples(token_table: str | Path) -> tuple[np.ndarray, list[np.ndarray]
     return first, ids, types
 
 
-def file_sha256(path: str | Path) -> str:
-    """A shard's sha256, as its record and the dump's manifest list it."""
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
-
-
 @dataclass
 class Extractor:
     """A checkpoint loaded for extraction and the token table it runs over (read once per process)."""
@@ -168,13 +162,18 @@ def load_extractor(checkpoint_manifest: str | Path, token_table: str | Path, *, 
     from ..models.checkpoints import load_checkpoint, read_manifest
 
     torch.set_num_threads(max(1, threads))
-    manifest = read_manifest(checkpoint_manifest)
+    manifest = read_manifest(checkpoint_manifest, verify=False)  # load_checkpoint verifies the weights it loads
     try:
         _, model = load_checkpoint(checkpoint_manifest, offline=offline,
                                    attn_implementation=attn_implementation_for(implementation, signal))
     except (ValueError, OSError) as exc:
-        raise AtlasError(f"checkpoint {manifest['model']}/{manifest['checkpoint']}: cannot load it with "
-                         f"attention.implementation {implementation!r} for signal {signal!r} ({exc})") from exc
+        # Only an error about the attention implementation is blamed on the setting; any other (an unreadable
+        # weights file, say) names the checkpoint and transformers' own words.
+        if "implementation" in str(exc):
+            raise AtlasError(f"checkpoint {manifest['model']}/{manifest['checkpoint']}: cannot load it with "
+                             f"attention.implementation {implementation!r} for signal {signal!r} ({exc})") from exc
+        raise AtlasError(f"checkpoint {manifest['model']}/{manifest['checkpoint']} ({checkpoint_manifest}): "
+                         f"transformers cannot load it ({exc})") from exc
     signal_maps = SignalMaps(model, signal)  # before the device and the token table: refuses an unknown family
     device = pick_device(device)
     model.to(device)
@@ -310,10 +309,12 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
               "implementation": ex.implementation,
               "num_layers": ex.num_layers, "num_heads": ex.num_heads, "device": ex.device,
               "token_table": ex.token_table, "table_examples": len(ex.example_ids), "index": index,
+              # The token table as this shard read it: the plan checks it (study/integrity.py).
+              "token_table_file": file_entry(ex.token_table),
               "num_shards": n_shards, "examples": hi - lo, "tokens": int(lengths.sum()),
               "values": int(sum(ex.num_layers * ex.num_heads * int(n) ** 2 for n in lengths)),
               "seconds": round(seconds, 3), "timings": {k: round(v, 3) for k, v in timings.items()}, "shard": shard}
-    write_json(record, record_path)
+    record = write_sealed_json(record, record_path)
     log.info("shard %d/%d written: %d examples (positions %d-%d), %.1f examples/s", index + 1, n_shards, hi - lo,
              lo, hi, (hi - lo) / max(seconds, 1e-9))
     return record

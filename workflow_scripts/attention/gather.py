@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
+from ..core.file_records import mark_damaged, seal_problem, write_sealed_json
 from ..core.io import write_json
 from .reader import footer_run_id
 from .shards import example_ids_digest, shard_names, shard_record_path
@@ -50,6 +51,11 @@ def gather_manifest(out_dir: str | Path, n_shards: int) -> dict[str, Any]:
         except (OSError, json.JSONDecodeError) as exc:
             raise AtlasError(f"{path}: missing or unreadable shard record ({exc}); run snakemake again to extract "
                              f"shard {name}") from exc
+        if problem := seal_problem(record):
+            mark_damaged(out_dir / name, f"its record {path.name}: {problem}", remove=(path,),
+                         target=out_dir / "manifest.json")
+            raise AtlasError(f"attention shard record {path}: {problem}. The shard and its record were removed: "
+                             "run snakemake again (no options needed) to extract it")
         if record.get("index") != index or record.get("num_shards") != n_shards or record["shard"]["file"] != name:
             raise AtlasError(f"{path} describes shard {record['shard'].get('file')!r}, not {name!r}")
         record.setdefault("signal", "attention")  # records written before attention.signals hold attention maps
@@ -88,7 +94,7 @@ def gather_manifest(out_dir: str | Path, n_shards: int) -> dict[str, Any]:
                # Summed over the shard jobs (model loading excluded): the extraction's compute, not its wall time.
                "seconds": round(sum(r["seconds"] for r in records), 3), "shards": shards,
                "token_table": first["token_table"], "timings": timings}
-    write_json(summary, out_dir / "manifest.json")
+    summary = write_sealed_json(summary, out_dir / "manifest.json")
     log.info("dump complete: %d examples in %d shards, %.3f bytes per stored value, %.1f s of extraction",
              summary["examples"], n_shards, summary["bytes_per_value"], summary["seconds"])
     return summary
@@ -107,9 +113,12 @@ def _check_shard_file(out_dir: Path, record: dict[str, Any]) -> None:
         problem = (f"{size} bytes, its record says {shard['bytes']}" if size != shard["bytes"] else
                    f"its run id is {run_id!r}, its record says {shard['run_id']!r}" if run_id != shard["run_id"]
                    else None)
+        # The time as Snakemake left it (it touches a job's outputs when the job ends, after the shard's job
+        # wrote its record): the plan hashes a shard only where its time differs from this one.
+        shard["mtime_ns"] = path.stat().st_mtime_ns
     if problem:
-        for stale in (path, shard_record_path(out_dir, shard["file"])):
-            stale.unlink(missing_ok=True)
+        mark_damaged(path, problem, remove=(shard_record_path(out_dir, shard["file"]),),
+                     target=out_dir / "manifest.json")
         raise AtlasError(f"attention shard {path} is not the one its record describes ({problem}); the shard and "
                          "its record were removed: run snakemake again to extract it")
 

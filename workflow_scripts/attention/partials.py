@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
+from ..core.file_records import mark_damaged
 from ..core.io import read_metadata, write_table
 from .reader import AttentionDump
 
@@ -52,7 +53,7 @@ def write_partial(table: pa.Table, output: str | os.PathLike[str], *, dump: Atte
 
 
 def _refuse(path: Path, problem: str) -> AtlasError:
-    path.unlink(missing_ok=True)
+    mark_damaged(path, problem)  # the next plain run recomputes it, though the tables it fed are there
     return AtlasError(f"{path}: {problem}; the file was removed, run snakemake again (no options needed) to "
                       "recompute it")
 
@@ -118,7 +119,7 @@ def _check_agreement(labelled: list[tuple[Path, dict[str, Any]]], analysis: str,
             ours, theirs = (dict(x.get("info") or {}).get(key) for x in (first, label))
             if ours != theirs:
                 for stale, _ in labelled:
-                    stale.unlink(missing_ok=True)
+                    mark_damaged(stale, f"computed with other settings than the dump's other partials ({key})")
                 raise AtlasError(f"{first_path} and {path}: partials of {analysis} of {dump.directory} differ in "
                                  f"{key} ({ours!r} against {theirs!r}): they were computed with different settings. "
                                  f"The dump's {len(labelled)} partials were removed; run snakemake again (no options "

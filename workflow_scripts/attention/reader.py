@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
+from ..core.file_records import mark_damaged, seal_problem
 from .align import tokens_to_words, word_units
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,13 @@ class AttentionDump:
         except (OSError, json.JSONDecodeError) as exc:
             raise CorruptShardError(f"{manifest_path}: missing or unreadable dump manifest ({exc}); rerun "
                                     "snakemake to rebuild this dump") from exc
+        if (problem := seal_problem(self.manifest)) and remove_corrupt:
+            mark_damaged(manifest_path, problem)
+            raise CorruptShardError(f"attention dump manifest {manifest_path}: {problem}. It was removed: run "
+                                    "snakemake again (no options needed) to gather it from the shards' records")
+        if problem:
+            raise CorruptShardError(f"attention dump manifest {manifest_path}: {problem}. Delete it and run "
+                                    "snakemake again to gather it from the shards' records")
         self.num_layers = int(self.manifest["num_layers"])
         self.num_heads = int(self.manifest["num_heads"])
         self.remove_corrupt = remove_corrupt
@@ -86,8 +94,7 @@ class AttentionDump:
         manifest = self.directory / "manifest.json"
         if self.remove_corrupt:
             # The manifest is what marks a dump complete: without it, the next plain run rebuilds the dump.
-            for stale in (path, manifest):
-                stale.unlink(missing_ok=True)
+            mark_damaged(path, problem, remove=(manifest,), target=manifest)
             action = ("the shard and the dump's manifest were removed; run snakemake again (no options "
                       "needed) to rebuild the dump")
         else:

@@ -22,7 +22,19 @@ def _rows(path: Path) -> Iterator[tuple[int, list[str]]]:
     # so csv's quoting must be off; utf-8-sig drops MRPC's byte-order mark.
     with open_text(path, encoding="utf-8-sig", newline="") as handle:
         reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
-        for row in reader:
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                if "field larger than field limit" in str(exc):  # no GLUE text is near it: a damaged file
+                    raise InputFormatError(
+                        path, reader.line_num, f"a field is longer than {csv.field_size_limit()} characters, "
+                        "which no GLUE text is: the file is damaged or is not the task's GLUE TSV",
+                        "replace it with the release's file (delete it and run snakemake again to download "
+                        "it, or copy it from the mirror again)") from None
+                raise InputFormatError(path, reader.line_num, f"unreadable TSV: {exc}") from None
             if row == [] or row == [""]:
                 continue
             yield reader.line_num, row

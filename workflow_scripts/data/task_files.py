@@ -191,16 +191,20 @@ def _delimited_rows(path: Path, fmt: str, task: _Task) -> Iterator[tuple[int, di
 
 def _csv_error(exc: csv.Error, path: Path, line: int, fmt: str, task: _Task) -> InputFormatError:
     """The csv module's error as one the user can act on; its field-size error names no file and no fix."""
-    limit = csv.field_size_limit()
     if "field larger than field limit" in str(exc):
-        return InputFormatError(
-            path, line, task.say(f"a field is longer than {limit} characters, the most the {fmt.upper()} "
-                                 "reader takes in one field"),
-            "shorten or split the field: the model truncates each input at max_length tokens anyway, so the "
-            "rest is never read; if the file is right and the text column holds a whole document, split it "
-            "into one row per paragraph or sentence, or keep only its start; if no text should be this long, "
-            "look for a double quote left open, which runs a field on to the end of the file")
+        return field_limit_error(path, line, fmt, task.say)
     return InputFormatError(path, line, task.say(f"unreadable {fmt.upper()}: {exc}"))
+
+
+def field_limit_error(path: Path, line: int, fmt: str, say=lambda problem: problem) -> InputFormatError:
+    """A field longer than the csv reader's limit (data.max_field_chars), with what to do about it."""
+    limit = csv.field_size_limit()
+    return InputFormatError(
+        path, line, say(f"a field is longer than {limit} characters, the most the {fmt.upper()} reader takes in "
+                        "one field (config data.max_field_chars)"),
+        "if no text should be this long, look for a double quote left open, which runs a field on to the end of "
+        "the file; if the text is right, shorten or split it (the model reads only its first max_length "
+        f"tokens), or raise data.max_field_chars above {limit} (--config 'data={{max_field_chars: 1000000}}')")
 
 
 def _check_header(path: Path, fmt: str, header: list[str], line: int, task: _Task) -> None:

@@ -1,5 +1,8 @@
 """The one way the data layer reads text: UTF-8, with errors that point at the bad byte.
 
+A leading byte-order mark (Windows editors and spreadsheet exports add one) is dropped in every format, by
+the default encoding ``utf-8-sig``, which reads a file without one exactly as ``utf-8`` does.
+
 Every text source (CoNLL-U, GLUE TSVs, WiC data and gold files, WikiText,
 GloVe) is read through ``open_text``, ``read_text`` or ``decode_text``. A bare
 ``UnicodeDecodeError`` from a text stream is useless to a user: its position is
@@ -48,7 +51,7 @@ def _encoding_error(name: object, found: tuple[int, int, int] | None) -> InputEn
     return InputEncodingError(name, *found)
 
 
-def decode_text(data: bytes, name: object, encoding: str = "utf-8") -> str:
+def decode_text(data: bytes, name: object, encoding: str = "utf-8-sig") -> str:
     """Decode a whole file (or archive member) held in memory; ``name`` is what errors call it."""
     try:
         return data.decode(encoding)
@@ -69,7 +72,7 @@ def _split_lf(data: bytes) -> Iterator[bytes]:
         start = end
 
 
-def read_text(path: str | Path, encoding: str = "utf-8") -> str:
+def read_text(path: str | Path, encoding: str = "utf-8-sig") -> str:
     """The whole text of a (small) file, e.g. WiC's data and gold files."""
     return decode_text(Path(path).read_bytes(), path, encoding)
 
@@ -81,7 +84,7 @@ class TextFile:
     ``readlines``, ``read`` and ``with``.
     """
 
-    def __init__(self, name: object, open_binary: Callable[[], BinaryIO], *, encoding: str = "utf-8",
+    def __init__(self, name: object, open_binary: Callable[[], BinaryIO], *, encoding: str = "utf-8-sig",
                  newline: str | None = None) -> None:
         self.name = name
         self._open_binary = open_binary
@@ -120,7 +123,7 @@ class TextFile:
         self.close()
 
 
-def open_text(path: str | Path, *, encoding: str = "utf-8", newline: str | None = None,
+def open_text(path: str | Path, *, encoding: str = "utf-8-sig", newline: str | None = None,
               open_binary: Callable[[], BinaryIO] | None = None) -> TextFile:
     """Open a text file for reading, like ``open(path, encoding=..., newline=...)``.
 

@@ -14,6 +14,13 @@ def _mirror_files(smk: Any) -> list[Path]:
     return [Path(files)] if isinstance(files, str) else [Path(p) for p in files]
 
 
+def _field_limit(smk: Any) -> None:
+    """The csv readers' longest field (data.max_field_chars): the csv module holds it process-wide."""
+    import csv
+
+    csv.field_size_limit(int(smk.params.max_field_chars))
+
+
 @entry_point("glue_table")
 def glue_table(smk: Any) -> None:
     from ..data.build import build_glue
@@ -27,6 +34,7 @@ def task_table(smk: Any) -> None:
     from ..data.build import build_task
     from ..data.entries import TaskSpec
 
+    _field_limit(smk)
     build_task(TaskSpec.from_params(dict(smk.params.task)), smk.wildcards.split, _mirror_files(smk), smk.output[0],
                offline=smk.params.offline)
 

@@ -31,7 +31,7 @@ import numpy as np
 from ..core.io import write_json
 from ..data.entries import TaskSpec
 from ..models.cards import length_excess, position_limit
-from ..models.checkpoints import MANIFEST, read_manifest, write_manifest
+from ..models.checkpoints import MANIFEST, clear_weights, read_manifest, write_manifest
 from .metrics import majority_baseline, task_scores
 from .task_data import FinetuneError, TaskData, epoch_batches, load_split, subset
 from .tasks import checkpoint_name
@@ -96,10 +96,10 @@ def save_checkpoint(model: Any, tokenizer: Any, directory: Path, *, model_name: 
     stale = directory / MANIFEST
     if stale.exists():
         stale.unlink()  # a manifest from an earlier run must not vouch for half-written weights
-    weights = directory / "weights"
+    weights = clear_weights(directory)
     model.save_pretrained(weights)
     tokenizer.save_pretrained(weights)
-    return write_manifest(directory, model=model_name, name=name, load_from=str(weights.resolve()), **extra)
+    return write_manifest(directory, model=model_name, name=name, load_from=weights, **extra)
 
 
 def _oom_error(exc: BaseException, task: str, settings: dict[str, Any]) -> FinetuneError:

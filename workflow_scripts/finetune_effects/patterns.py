@@ -72,7 +72,7 @@ def checkpoint_info(manifest_path: str | Path) -> dict[str, Any]:
     """kind, seed, step and global_step of a checkpoint (global_step 0 for pretrained/random)."""
     from ..models.checkpoints import read_manifest
 
-    manifest = read_manifest(manifest_path)
+    manifest = read_manifest(manifest_path, verify=False)  # its name and steps only: no weights are read
     kind = manifest.get("kind", "pretrained")
     step = manifest.get("step")
     global_step = manifest.get("global_step")
