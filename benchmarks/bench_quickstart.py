@@ -18,10 +18,7 @@ as the README's first run does. It measures, in the same run:
 from __future__ import annotations
 
 import argparse
-import base64
-import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -32,47 +29,11 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+from study_times import job_times, rule_stages, stage_of  # noqa: E402 - the folder is on sys.path only from here
+
 BUDGET_SECONDS = 300
 BUDGET_MB = 500
-
-
-def rule_stages() -> tuple[dict[str, str], list[tuple[str, str]]]:
-    """Each rule's stage (the rule file that declares it), and (name prefix, stage) for rules named by an f-string
-    (finetune_{task})."""
-    names, prefixes = {}, []
-    for path in sorted((REPO / "rules").glob("*.smk")):
-        text = path.read_text(encoding="utf-8")
-        for name in re.findall(r"^(?:(?:local)?rule (\w+):|use rule \w+ as (\w+))", text, re.MULTILINE):
-            name = "".join(name)
-            names[name] = path.stem
-        for prefix in re.findall(r'f"(\w+)_\{', text):
-            prefixes.append((prefix + "_", path.stem))
-    return names, prefixes
-
-
-def stage_of(rule: str, names: dict[str, str], prefixes: list[tuple[str, str]]) -> str:
-    if rule in names:
-        return names[rule]
-    return next((stage for prefix, stage in prefixes if rule.startswith(prefix)), "other")
-
-
-def job_times(results: Path) -> dict[str, dict]:
-    """Snakemake's record of every job that wrote under ``results``: one entry per job (its outputs share it)."""
-    jobs: dict[tuple, dict] = {}
-    for record in (REPO / ".snakemake" / "metadata").iterdir():
-        try:
-            path = base64.b64decode(record.name.replace("@", "/")).decode()
-            meta = json.loads(record.read_text(encoding="utf-8"))
-        except (ValueError, OSError):
-            continue
-        if not path.startswith(f"{results}/") or meta.get("starttime") is None:
-            continue
-        # A job with several outputs has a record per output, each with its own start: one job per hash.
-        key = (meta["rule"], meta.get("job_hash"))
-        end = meta.get("endtime") or meta["starttime"]
-        job = jobs.setdefault(key, {"rule": meta["rule"], "start": meta["starttime"], "end": end})
-        job["start"], job["end"] = min(job["start"], meta["starttime"]), max(job["end"], end)
-    return {f"{i}": job for i, job in enumerate(jobs.values())}
 
 
 class TreeMemory:
@@ -161,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def report(results: Path, wall_s: float, dry_s: float, peak_kb: int, cores: int) -> None:
     names, prefixes = rule_stages()
-    jobs = list(job_times(results).values())
+    jobs = job_times(results)
     per_stage: dict[str, float] = defaultdict(float)
     per_rule: dict[str, list[float]] = defaultdict(list)
     for job in jobs:
