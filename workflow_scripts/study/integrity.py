@@ -44,8 +44,9 @@ def find_damage(study: Any) -> list[Damage]:
     """Every damaged file of the study's results folder that a run must rebuild (module docstring)."""
     found = marked_damage(study.results)  # first: a job's refusal says best what was wrong
     shard_count = int(study.config["attention"]["num_shards"])
-    for dump in sorted(set(study.dumps)):
-        found += dump_damage(Path(study.paths.dump_manifest(*dump)).parent, shard_count)
+    for model, checkpoint, corpus, split in sorted(set(study.dumps)):
+        found += dump_damage(Path(study.paths.dump_dir(model, checkpoint, corpus, split)), shard_count,
+                             token_table=study.paths.token_table(model, corpus, split))
     for model in study.models:
         for record in sorted(Path(study.results, "checkpoints", model).glob(f"*/{MANIFEST}")):
             found += checkpoint_damage(record)
@@ -74,7 +75,9 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def dump_damage(directory: Path, shard_count: int) -> list[Damage]:
+def dump_damage(directory: Path, shard_count: int, token_table: str | None = None) -> list[Damage]:
+    """The damage of one dump. ``token_table``: where this study's token table of the dump is (the path in the
+    shards' records is the one of the folder they were extracted in, which a copied folder does not share)."""
     manifest_path = directory / "manifest.json"
     manifest_name = str(manifest_path)
     names = shard_names(shard_count)
@@ -116,14 +119,14 @@ def dump_damage(directory: Path, shard_count: int) -> list[Damage]:
         if entry is not None and any(entry.get(k) != written.get(k) for k in ("bytes", "sha256", "run_id")):
             found.append(Damage(manifest_name, f"the dump's manifest lists {name} other than the shard's record",
                                 manifest_name))
-        found += _token_table_damage(record, shard)
+        found += _token_table_damage(record, shard, token_table)
     return found
 
 
-def _token_table_damage(record: dict[str, Any], shard: Path) -> list[Damage]:
+def _token_table_damage(record: dict[str, Any], shard: Path, table: str | None) -> list[Damage]:
     """The token table a shard was extracted from, if it is there and differs from it without being newer
     (a newer one is a rebuild, which makes Snakemake extract the dump again anyway)."""
-    table, entry = record.get("token_table"), record.get("token_table_file")
+    table, entry = table or record.get("token_table"), record.get("token_table_file")
     if not table or not entry:
         return []
     try:
