@@ -118,15 +118,22 @@ def _inside(location: Any, folder: Path | None) -> bool:
         return False
 
 
-def _verify_weights(record_path: Path, weights: Path, files: dict[str, Any]) -> None:
+def weights_problem(weights: Path, files: dict[str, Any], *, always_hash: bool) -> str | None:
+    """What differs between a checkpoint's ``weights/`` folder and its record's file entries: a file that differs
+    (core/file_records.file_problem), or one the record does not list; None if nothing does."""
     for name, entry in files.items():
-        if problem := file_problem(weights / name, entry, always_hash=True):
-            _refuse(record_path, f"{WEIGHTS}/{name}: {problem}")
-    if weights.is_dir():
-        for path in sorted(weights.rglob("*")):
-            if path.is_file() and path.relative_to(weights).as_posix() not in files:
-                _refuse(record_path, f"{WEIGHTS}/{path.relative_to(weights).as_posix()} was not written by the "
-                                     "workflow (its record lists no such file)")
+        if problem := file_problem(weights / name, entry, always_hash=always_hash):
+            return f"{WEIGHTS}/{name}: {problem}"
+    for path in sorted(weights.rglob("*")) if weights.is_dir() else ():
+        if path.is_file() and path.relative_to(weights).as_posix() not in files:
+            return (f"{WEIGHTS}/{path.relative_to(weights).as_posix()} was not written by the workflow (its record "
+                    "lists no such file)")
+    return None
+
+
+def _verify_weights(record_path: Path, weights: Path, files: dict[str, Any]) -> None:
+    if problem := weights_problem(weights, files, always_hash=True):
+        _refuse(record_path, problem)
 
 
 def _refuse(record_path: Path, problem: str) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 from ..attention.shards import RECORD_DIR, shard_names, shard_record_path
 from ..core.errors import AtlasError
 from ..core.file_records import damage_markers, file_problem, mark_damaged, seal_problem
-from ..models.checkpoints import MANIFEST, OWN_KINDS, WEIGHTS, parse_checkpoint_name
+from ..models.checkpoints import MANIFEST, OWN_KINDS, WEIGHTS, parse_checkpoint_name, weights_problem
 
 
 @dataclass(frozen=True)
@@ -152,15 +152,8 @@ def checkpoint_damage(record_path: Path) -> list[Damage]:
     files = record.get("files")
     if kind not in OWN_KINDS or files is None:
         return []
-    weights = record_path.parent / WEIGHTS
-    for name, entry in files.items():
-        if problem := file_problem(weights / name, entry):
-            return [Damage(path, f"{WEIGHTS}/{name}: {problem}", path)]
-    for file in weights.rglob("*") if weights.is_dir() else ():
-        if file.is_file() and file.relative_to(weights).as_posix() not in files:
-            return [Damage(path, f"{WEIGHTS}/{file.relative_to(weights).as_posix()} was not written by the workflow",
-                           path)]
-    return []
+    problem = weights_problem(record_path.parent / WEIGHTS, files, always_hash=False)
+    return [Damage(path, problem, path)] if problem else []
 
 
 def marked_damage(results: str | os.PathLike[str]) -> list[Damage]:
