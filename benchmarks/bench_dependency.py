@@ -11,6 +11,9 @@ a fresh subprocess, so that its peak RSS (resource.getrusage, ru_maxrss) is its 
 - ``score``: the full scoring (:func:`score_dependency_heads`: word-level conversion, every
   head's predictions and per-sentence, per-relation counts of all heads and offsets at once,
   written to a temporary Parquet file);
+- ``phases``: where the scoring's time goes: reading and decoding the shards, the word-level
+  conversion, the heads' predictions and counts (``score_sentence``), and stacking the counts into
+  the table and writing it;
 - ``naive`` / ``vectorised`` on the first ``--naive-sentences`` sentences: the same counts with
   a Python loop over heads (a reference, checked equal) against the vectorised code.
 
@@ -93,6 +96,9 @@ def measure(mode: str, dump: str, tokens: str, annotation: str, limit: int | Non
         with tempfile.TemporaryDirectory() as tmp:
             stats = score_dependency_heads(dump, tokens, annotation, Path(tmp) / "scores.parquet", max_offset=5)
         sentences = stats["sentences"]
+    elif mode == "phases":
+        extra["phases"] = phases(reader, tokens, annotation)
+        sentences = len(reader)
     else:
         trees = read_trees(annotation)
         words = token_words(tokens)
@@ -127,6 +133,47 @@ def measure(mode: str, dump: str, tokens: str, annotation: str, limit: int | Non
             "sentences_per_second": round(sentences / max(seconds, 1e-9), 1),
             "peak_rss_mib": round(peak_rss_mib(), 1), "rss_before_mib": round(rss_before, 1),
             "heads": reader.num_layers * reader.num_heads, **extra}
+
+
+def phases(reader, tokens: str, annotation: str) -> dict[str, float]:
+    """Seconds of each phase of score_tables, timed around the same calls it makes (its setup included)."""
+
+    from workflow_scripts.attention.reader import to_word_level
+    from workflow_scripts.attention.tokens import token_words
+    from workflow_scripts.syntax import dependency
+
+    clock = {"read trees and token table": 0.0, "read and decode shards": 0.0, "word-level conversion": 0.0,
+             "predictions and counts": 0.0, "table: stack, sort, write": 0.0}
+    began = time.perf_counter()
+    trees = dependency.read_trees(annotation)
+    words = token_words(tokens)
+    vocabulary = {r: i for i, r in enumerate(dependency.relation_vocabulary(t[3] for t in trees.values()))}
+    memberships, offsets = dependency.Memberships(vocabulary), dependency.offsets_for(5)
+    clock["read trees and token table"] += time.perf_counter() - began
+    kept = []
+    examples = reader.iter_examples()
+    while True:
+        began = time.perf_counter()
+        example = next(examples, None)
+        decoded = time.perf_counter()
+        clock["read and decode shards"] += decoded - began
+        if example is None:
+            break
+        _, _, heads, deprels = trees[example.example_id]
+        word_maps = to_word_level(example, words[example.example_id], len(heads))
+        converted = time.perf_counter()
+        counts = dependency.score_sentence(word_maps.attention, word_maps.unit_word, heads, deprels, vocabulary,
+                                           offsets, memberships)
+        scored = time.perf_counter()
+        kept.append((example.example_id, counts))
+        clock["word-level conversion"] += converted - decoded
+        clock["predictions and counts"] += scored - converted
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        table = dependency.counts_table(kept, list(vocabulary), reader.num_layers * reader.num_heads, len(offsets))
+        dependency.write_table(table, Path(tmp) / "scores.parquet", {})
+    clock["table: stack, sort, write"] += time.perf_counter() - began
+    return {name: round(seconds, 3) for name, seconds in clock.items()}
 
 
 def run_child(mode: str, files: dict[str, Path], limit: int | None) -> dict:
@@ -171,7 +218,10 @@ def main() -> None:
             print(f"  {result['mode']:>10}: {result['seconds']:8.2f} s  {result['sentences_per_second']:8.1f} "
                   f"sentences/s  peak RSS {result['peak_rss_mib']:7.1f} MiB")
         print(f"  scoring / streaming+word-level baseline: {score['seconds'] / stream['seconds']:.2f}x")
-        rows.append({"split": split, "stream": stream, "score": score,
+        timed = run_child("phases", files, None)
+        print("  where the scoring's time goes: " + ", ".join(f"{name} {seconds:.2f} s"
+                                                          for name, seconds in timed["phases"].items()))
+        rows.append({"split": split, "stream": stream, "score": score, "phases": timed["phases"],
                      "ratio_score_to_stream": round(score["seconds"] / stream["seconds"], 3),
                      "shards_mib": round(on_disk, 1), "all_maps_float32_mib": round(decoded, 1)})
         if args.naive_sentences and split == args.splits[-1]:

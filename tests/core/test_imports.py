@@ -1,9 +1,9 @@
 """The shape of the code: no import cycle in workflow_scripts, no test importing another test, small modules.
 
 The import graph is static: every ``import`` / ``from ... import`` in a module's source, those inside
-functions included (they run sooner or later), relative ones resolved. Only imports guarded by
-``if TYPE_CHECKING:`` are left out: they never run, and they are how a type annotation names a class
-of a module that imports this one. A package's ``__init__`` is a node of its own: importing
+functions included (they run sooner or later) and those under ``if TYPE_CHECKING:`` too (they never run,
+but a type named that way still ties the two modules together: a circle of them is a circle in the design),
+relative ones resolved. A package's ``__init__`` is a node of its own: importing
 ``pkg.mod`` adds an edge to ``pkg.mod`` only, ``from pkg import name`` one to ``pkg`` unless ``name``
 is a module of it.
 """
@@ -42,28 +42,9 @@ def package_modules(package_dir: Path) -> dict[str, Path]:
     return modules
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    """``if TYPE_CHECKING:`` or ``if typing.TYPE_CHECKING:``."""
-    return ((isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
-            or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
-
-
 def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement in ``tree`` (at any depth) except those under ``if TYPE_CHECKING:``."""
-    found: list[ast.Import | ast.ImportFrom] = []
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            found.append(node)
-        elif isinstance(node, ast.If) and _is_type_checking(node.test):
-            for statement in node.orelse:  # the else branch does run
-                visit(statement)
-        else:
-            for child in ast.iter_child_nodes(node):
-                visit(child)
-
-    visit(tree)
-    return found
+    """Every import statement in ``tree``, at any depth (in functions, under ``if TYPE_CHECKING:``)."""
+    return [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
 
 
 def _resolve(name: str, modules: dict[str, Path]) -> str | None:
@@ -180,6 +161,10 @@ def test_the_cycle_finder_resolves_every_form_of_import(tmp_path):
     # The package __init__ is a node of its own: a cycle through it is found too.
     (package / "core" / "__init__.py").write_text("from .io import write\n")
     assert find_cycles(import_graph(package)) == [["fake.core", "fake.core.io", "fake.core"]]
+    # An import for type checking only is an edge too: a circle through it is found.
+    (package / "stage" / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                             "    from .typed import T\n")
+    assert find_cycles(import_graph(package))[1:] == [["fake.stage.a", "fake.stage.typed", "fake.stage.a"]]
 
 
 # --- the tests' own imports --------------------------------------------------------------------------

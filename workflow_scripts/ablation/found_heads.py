@@ -11,8 +11,10 @@ changes are measured per ablation mode (docs/ablation.md):
     cached, and scored on score-split features recomputed by forward passes with the head disabled, built
     exactly as ``probe_features`` builds them (an unablated pass reproduces the probe's own UAS).
 
-The score-split features of every ablation are computed batch by batch while the probe scores them
-(:class:`AblatedFeatures`), so memory stays that of one batch however many heads and modes are ablated.
+The score-split features are computed one ablation (variant) at a time, over the whole split in length-sorted
+batches of ``batch_size`` (:class:`AblatedFeatures`), and scored by the trained probe before the next variant:
+a few hundred batched forward passes per variant, and memory of one variant's features (the float16 feature
+cache of the split) however many heads and modes are ablated.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from ..syntax.probes.features import (
     sentence_features,
     word_has_unit,
 )
-from ..syntax.probes.training import FeatureSource, train_probe
+from ..syntax.probes.training import MAX_CELLS, FeatureSource, evaluate, fit_probe, length_batches
 from .disabling import TaskScorer, check_modes
 from .heads import HeadAblation, load_ablatable
 from .tables import FOUND_HEADS_COLUMNS
@@ -167,29 +169,33 @@ def result_rows(model: str, found: Sequence[FoundHead], mode: str, target: str, 
     return rows
 
 
-class AblatedFeatures(FeatureSource):
+class AblatedFeatures:
     """The ``attn`` probe's features of the score split, recomputed by the pretrained model with heads disabled.
 
-    Sentence copies carry ``index = variant * n_sentences + position``: variant v is ``variants[v]``, a
-    (heads, mode) pair ((frozenset(), None): unablated); position is the sentence's place in ``example_ids``.
-    :meth:`raw` (which the probe's evaluation calls per batch) runs the forward passes of the batch's
-    sentences, variant by variant, and builds their features as ``build_probe_features`` builds them from a
-    dump: word-level maps (``to_word_level``), ROOT from the first special token, float16.
+    :meth:`features` computes one variant (a set of disabled heads and their mode; none: unablated) for every
+    sentence: forward passes over the sentences sorted by length, in batches of ``batch_size`` (little padding,
+    few passes), then each sentence's features built as ``build_probe_features`` builds them from a dump:
+    word-level maps (``to_word_level``), ROOT from the first special token, float16. One variant's features
+    are held at a time.
     """
 
-    def __init__(self, template: ProbeFeatures, ablation: HeadAblation, model: Any, token_table: str | Path,
-                 example_ids: np.ndarray, n_words: np.ndarray, variants: list[tuple[frozenset, str | None]], *,
-                 device: str, batch_size: int) -> None:
-        super().__init__("attn", template)
+    def __init__(self, ablation: HeadAblation, model: Any, token_table: str | Path, example_ids: np.ndarray,
+                 n_words: np.ndarray, *, device: str, batch_size: int) -> None:
         self.ablation, self.model, self.device, self.batch_size = ablation, model, device, int(batch_size)
-        self.example_ids, self.n_words, self.variants = example_ids, n_words, variants
+        self.example_ids, self.n_words = example_ids, n_words
         table_ids, self.input_ids, self.token_types = read_examples(token_table)
         self.row_of = {int(e): i for i, e in enumerate(table_ids)}
         self.words_of_tokens = token_words(token_table)
         self.first_special = first_special_tokens(token_table)
         self.pad_id = model.config.pad_token_id or 0  # as extraction pads
         self.uses_token_types = getattr(model.config, "type_vocab_size", 0) > 1
-        self.done, self.total, self.last_log = 0, len(example_ids) * len(variants), time.perf_counter()
+        lengths = np.array([len(self.input_ids[self.row_of[int(e)]]) for e in example_ids], dtype=np.int64)
+        self.by_length = np.argsort(lengths, kind="stable")
+        num_features = ablation.num_layers * ablation.num_heads
+        self.offsets = np.concatenate([[0], np.cumsum(num_features * (np.asarray(n_words, np.int64) + 1) ** 2)])
+        self.has_unit = np.concatenate([word_has_unit(self.words_of_tokens[int(e)], int(k))
+                                        for e, k in zip(example_ids, n_words)]) if len(example_ids) else \
+            np.zeros(0, bool)
 
     def forward_batches(self, positions: Sequence[int], *, attentions: bool):
         """(positions, float16 maps (B, layers, heads, W, W) or None) per batch of ``positions``."""
@@ -219,34 +225,19 @@ class AblatedFeatures(FeatureSource):
         units = extended_units(words.token_unit, words.unit_word, self.first_special.get(example_id), n_words)
         return sentence_features(words.attention, units).astype(np.float16)
 
-    def raw(self, sentences):
-        n = len(self.example_ids)
-        by_variant: dict[int, list[int]] = {}
-        for k, s in enumerate(sentences):
-            by_variant.setdefault(s.index // n, []).append(k)
-        computed: dict[int, np.ndarray] = {}
-        for variant, members in by_variant.items():
-            heads, mode = self.variants[variant]
-            self.ablation.set(heads, mode or "zero")
-            batch_members = iter(members)  # forward_batches keeps the order of the positions it is given
-            for chunk, maps in self.forward_batches([sentences[k].index % n for k in members], attentions=True):
+    def features(self, heads: frozenset, mode: str | None) -> ProbeFeatures:
+        """Every sentence's features with ``heads`` disabled in ``mode`` (none: the unablated model)."""
+        values = np.empty(int(self.offsets[-1]), dtype=np.float16)
+        self.ablation.set(heads, mode or "zero")
+        try:
+            for chunk, maps in self.forward_batches(self.by_length, attentions=True):
                 for row, position in enumerate(chunk):
-                    computed[next(batch_members)] = self.sentence_maps(position, maps[row])
-        self.ablation.clear()
-        blocks = [computed[k] for k in range(len(sentences))]
-        offsets = np.concatenate([[0], np.cumsum([b.size for b in blocks])])
-        n_words = np.array([b.shape[-1] - 1 for b in blocks], dtype=np.int64)
-        features = ProbeFeatures(np.concatenate([b.reshape(-1) for b in blocks]), np.arange(len(blocks)), n_words,
-                                 offsets, np.ones(int(n_words.sum()), bool), self.features.num_layers,
-                                 self.features.num_heads)
-        self._progress(len(sentences))
-        return FeatureSource("attn", features).raw([dataclasses.replace(s, index=k) for k, s in enumerate(sentences)])
-
-    def _progress(self, count: int) -> None:
-        self.done += count
-        if time.perf_counter() - self.last_log >= PROGRESS_EVERY_S or self.done == self.total:
-            log.info("ablated probe features: %d of %d sentence passes", self.done, self.total)
-            self.last_log = time.perf_counter()
+                    values[self.offsets[position]:self.offsets[position + 1]] = \
+                        self.sentence_maps(position, maps[row]).reshape(-1)
+        finally:
+            self.ablation.clear()
+        return ProbeFeatures(values, self.example_ids, self.n_words, self.offsets, self.has_unit,
+                             self.ablation.num_layers, self.ablation.num_heads)
 
 
 def probe_rows(model_name: str, found: Sequence[FoundHead], modes: Sequence[str], *, pretrained: str | Path,
@@ -273,30 +264,39 @@ def probe_rows(model_name: str, found: Sequence[FoundHead], modes: Sequence[str]
     example_ids = np.array(sorted(words_of_tokens), dtype=np.int64)
     n_words = np.array([len(trees[int(e)][0]) for e in example_ids], dtype=np.int64)
     has_unit = {int(e): word_has_unit(words_of_tokens[int(e)], int(k)) for e, k in zip(example_ids, n_words)}
-    base = probe_sentences(trees, example_ids, has_unit, glove, exclude_punct=exclude_punct,
+    test = probe_sentences(trees, example_ids, has_unit, glove, exclude_punct=exclude_punct,
                            cache_index={int(e): i for i, e in enumerate(example_ids)})
     heads = unique_heads(found)
     variants = [(frozenset(), None)] + [(frozenset({h}), mode) for mode in modes for h in heads]
-    source = AblatedFeatures(train_features, ablation, model, test_tokens, example_ids, n_words, variants,
-                             device=device, batch_size=batch_size)
+    source = AblatedFeatures(ablation, model, test_tokens, example_ids, n_words, device=device,
+                             batch_size=batch_size)
     if "mean" in modes:  # each head's mean output over the score split's real tokens (mode 'mean')
         with ablation.collecting_means():
-            for _ in source.forward_batches(list(range(len(example_ids))), attentions=False):
+            for _ in source.forward_batches(source.by_length, attentions=False):
                 pass
-    count = len(base)
-    test = [dataclasses.replace(s, index=v * count + s.index) for v in range(len(variants)) for s in base]
     log.info("attn probe: %d training sentences; %d score-split sentences x %d variants (unablated + %d heads x %d "
-             "mode(s))", len(train), count, len(variants), len(heads), len(modes))
-    correct, total, info = train_probe("attn", train, test, FeatureSource("attn", train_features), source,
-                                       epochs=int(probe["epochs"]), lr=float(probe["lr"]), seed=int(probe["seed"]),
-                                       batch_sentences=int(probe["batch_sentences"]), threads=threads)
-    correct, total = correct.reshape(len(variants), count).sum(axis=1), total.reshape(len(variants), count).sum(axis=1)
-    uas = correct / np.maximum(total, 1)
-    log.info("attn probe: unablated UAS %.4f on %d words (train UAS %.4f)", uas[0], int(total[0]), info["train_uas"])
+             "mode(s))", len(train), len(test), len(variants), len(heads), len(modes))
+    settings = {"epochs": int(probe["epochs"]), "lr": float(probe["lr"]), "seed": int(probe["seed"]),
+                "batch_sentences": int(probe["batch_sentences"])}
+    fitted, info = fit_probe("attn", train, FeatureSource("attn", train_features), threads=threads, **settings)
+    del train_features, train
+    test_batches = length_batches(np.array([len(s.gold) for s in test]), settings["batch_sentences"], MAX_CELLS)
+    uas, started, last_log = np.zeros(len(variants)), time.perf_counter(), time.perf_counter()
+    for v, (variant_heads, mode) in enumerate(variants):
+        features = FeatureSource("attn", source.features(variant_heads, mode))
+        correct, total = evaluate(fitted, features, test, test_batches)
+        uas[v] = correct.sum() / max(total.sum(), 1)
+        if v == 0:
+            words = int(total.sum())
+        if time.perf_counter() - last_log >= PROGRESS_EVERY_S or v == len(variants) - 1:
+            log.info("ablated probe features: %d of %d variants (%d sentence passes each) in %.0f s", v + 1,
+                     len(variants), len(test), time.perf_counter() - started)
+            last_log = time.perf_counter()
+    log.info("attn probe: unablated UAS %.4f on %d words (train UAS %.4f)", uas[0], words, info["train_uas"])
     rows = []
     for m, mode in enumerate(modes):
         ablated = {h: float(uas[1 + m * len(heads) + i]) for i, h in enumerate(heads)}
-        rows += result_rows(model_name, found, mode, PROBE_TARGET, float(uas[0]), ablated, int(total[0]))
+        rows += result_rows(model_name, found, mode, PROBE_TARGET, float(uas[0]), ablated, words)
     return rows
 
 

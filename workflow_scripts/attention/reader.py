@@ -42,6 +42,7 @@ import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
 from ..core.file_records import mark_damaged, seal_problem
+from ..core.float16 import float16_to_float32
 from .align import tokens_to_words, word_units
 
 log = logging.getLogger(__name__)
@@ -243,7 +244,7 @@ class AttentionDump:
 
 def normalised_rows(maps: np.ndarray) -> np.ndarray:
     """float16 maps whose rows are divided by their sums, computed in float32; a row summing to zero stays zero."""
-    values = maps.astype(np.float32)
+    values = float16_to_float32(maps)
     sums = values.sum(axis=-1, keepdims=True)
     np.divide(values, sums, out=values, where=sums > 0)
     return values.astype(np.float16)

@@ -97,6 +97,28 @@ def relation_memberships(deprel: str, vocabulary: Mapping[str, int]) -> list[int
     return rows
 
 
+def word_predictions(maps: np.ndarray, unit_word: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(word index of each word unit, predictions by row, predictions by column) of :func:`predicted_words`,
+    both directions from one copy of the maps."""
+    unit_word = np.asarray(unit_word)
+    word_units = np.flatnonzero(unit_word >= 0)
+    words = unit_word[word_units]
+    n = len(word_units)
+    maps = np.asarray(maps, dtype=np.float32)
+    if np.array_equal(word_units, np.arange(n)):  # the reader puts word units first: a slice will do
+        sub = maps[..., :n, :n].copy()
+    else:
+        sub = maps[..., word_units[:, None], word_units[None, :]]
+    if n < 2:
+        none = np.full(sub.shape[:-1], -1, dtype=np.int64)
+        return words, none, none.copy()
+    sub[..., np.arange(n), np.arange(n)] = -np.inf
+    # argmax takes the first of equal values: the lowest column index, or (transposed) the lowest row index.
+    # The transposed copy is reduced along its last axis: numpy's argmax over axis -2 is three times slower.
+    by_column = np.ascontiguousarray(np.swapaxes(sub, -1, -2)).argmax(axis=-1)
+    return words, words[sub.argmax(axis=-1)], words[by_column]
+
+
 def predicted_words(maps: np.ndarray, unit_word: np.ndarray, *, transpose: bool = False
                     ) -> tuple[np.ndarray, np.ndarray]:
     """Each word's most-attended other word (or, transposed, the other word that attends to it most).
@@ -108,20 +130,8 @@ def predicted_words(maps: np.ndarray, unit_word: np.ndarray, *, transpose: bool 
     unit, predicted word index (..., n_word_units)); a word with no other word
     predicts -1.
     """
-    unit_word = np.asarray(unit_word)
-    word_units = np.flatnonzero(unit_word >= 0)
-    words = unit_word[word_units]
-    n = len(word_units)
-    maps = np.asarray(maps, dtype=np.float32)
-    if np.array_equal(word_units, np.arange(n)):  # the reader puts word units first: a slice will do
-        sub = maps[..., :n, :n]
-    else:
-        sub = maps[..., word_units[:, None], word_units[None, :]]
-    sub = np.swapaxes(sub, -1, -2).copy() if transpose else sub.copy()
-    if n < 2:
-        return words, np.full(sub.shape[:-1], -1, dtype=np.int64)
-    sub[..., np.arange(n), np.arange(n)] = -np.inf
-    return words, words[sub.argmax(axis=-1)]
+    words, by_row, by_column = word_predictions(maps, unit_word)
+    return words, by_column if transpose else by_row
 
 
 @dataclass
@@ -134,16 +144,30 @@ class SentenceCounts:
     skipped: int  # words whose own or whose head's tokens are gone
 
 
+class Memberships(dict):
+    """deprel -> the relation rows an arc with that label counts in (:func:`relation_memberships`), computed
+    once per label."""
+
+    def __init__(self, vocabulary: Mapping[str, int]) -> None:
+        super().__init__()
+        self.vocabulary = vocabulary
+
+    def __missing__(self, deprel: str) -> list[int]:
+        self[deprel] = rows = relation_memberships(deprel, self.vocabulary)
+        return rows
+
+
 def score_sentence(maps: np.ndarray, unit_word: np.ndarray, heads: Sequence[int], deprels: Sequence[str],
-                   vocabulary: Mapping[str, int], offsets: np.ndarray) -> SentenceCounts:
+                   vocabulary: Mapping[str, int], offsets: np.ndarray,
+                   memberships: Memberships | None = None) -> SentenceCounts:
     """Per-relation correct counts of every head (and every offset) on one sentence.
 
     ``maps`` is (layers, heads, U, U) at word level; ``heads``/``deprels`` are
-    the sentence's gold tree (0-based heads, -1 root).
+    the sentence's gold tree (0-based heads, -1 root). ``memberships``: the labels' relation rows, kept
+    across the sentences of one vocabulary (made here when not given).
     """
     layers, n_heads = maps.shape[:2]
-    words, by_row = predicted_words(maps, unit_word)
-    _, by_column = predicted_words(maps, unit_word, transpose=True)
+    words, by_row, by_column = word_predictions(maps, unit_word)
     by_row = by_row.reshape(layers * n_heads, -1)  # (LH, n word units)
     by_column = by_column.reshape(layers * n_heads, -1)
     heads = np.asarray(heads, dtype=np.int64)
@@ -158,29 +182,35 @@ def score_sentence(maps: np.ndarray, unit_word: np.ndarray, heads: Sequence[int]
     dependents, gold = dependents[usable], heads[usable]
     k = len(offsets)
     if len(dependents) == 0:
-        empty = np.zeros((0, layers * n_heads), dtype=np.int32)
+        empty = np.zeros((0, layers * n_heads), dtype=np.int16)
         return SentenceCounts(np.zeros(0, np.int64), np.zeros(0, np.int32), empty, empty,
-                              np.zeros((0, k), np.int32), skipped)
+                              np.zeros((0, k), np.int16), skipped)
+    memberships = Memberships(vocabulary) if memberships is None else memberships
     # A root word is always wrong, as in [C]'s code, where a prediction is always a word. (Here a
     # one-word sentence "predicts" -1, which must not count as finding the root.)
-    is_arc = gold[None, :] >= 0
-    dep_ok = (by_row[:, unit_of_word[dependents]] == gold[None, :]) & is_arc  # (LH, P)
-    head_ok = (by_column[:, unit_of_word[dependents]] == gold[None, :]) & is_arc  # (LH, P)
-    off_ok = (gold[:, None] - dependents[:, None]) == offsets[None, :]  # (P, K): d predicts d + o
-    off_ok &= gold[:, None] >= 0
-    # Membership of every word in its relation rows: a (P, R) 0/1 matrix, so that counts of all
-    # heads are one matrix product. Every word counts in `all`; the root word in nothing else.
-    member = np.zeros((len(dependents), len(vocabulary)), dtype=np.int32)
+    is_arc = gold >= 0
+    dependent_units = unit_of_word[dependents]
+    # Correct predictions as float32 0/1 (exact for these counts), so that the counts of all heads are BLAS
+    # matrix products rather than numpy's integer loops.
+    dep_ok = ((by_row[:, dependent_units] == gold) & is_arc).astype(np.float32)  # (LH, P)
+    head_ok = ((by_column[:, dependent_units] == gold) & is_arc).astype(np.float32)  # (LH, P)
+    off_ok = (((gold[:, None] - dependents[:, None]) == offsets[None, :]) & is_arc[:, None]).astype(np.float32)
+    # Membership of every word in its relation rows: a (P, R) 0/1 matrix. Every word counts in `all`; the
+    # root word in nothing else.
+    member = np.zeros((len(dependents), len(vocabulary)), dtype=np.float32)
     member[:, vocabulary[ALL]] = 1
     for p, j in enumerate(dependents):
         if heads[j] >= 0:
-            member[p, relation_memberships(deprels[j], vocabulary)] = 1
+            member[p, memberships[deprels[j]]] = 1
     present = np.flatnonzero(member.any(axis=0))
-    member = member[:, present]
+    member_t = np.ascontiguousarray(member[:, present].T)  # (R, P)
+    counts = member_t @ np.concatenate([dep_ok, head_ok], axis=0).T  # (R, 2 LH)
+    lh = layers * n_heads
+    # int16: a sentence has far fewer than 32768 arcs, and a study keeps every sentence's counts.
     return SentenceCounts(
-        relations=present, total=member.sum(axis=0),
-        dep_correct=(member.T @ dep_ok.T.astype(np.int32)), head_correct=(member.T @ head_ok.T.astype(np.int32)),
-        offset_correct=(member.T @ off_ok.astype(np.int32)), skipped=skipped)
+        relations=present, total=member_t.sum(axis=1).astype(np.int32),
+        dep_correct=counts[:, :lh].astype(np.int16), head_correct=counts[:, lh:].astype(np.int16),
+        offset_correct=(member_t @ off_ok).astype(np.int16), skipped=skipped)
 
 
 def read_trees(annotation_path: str | Path, example_ids: list[int] | None = None
@@ -220,47 +250,55 @@ def score_tables(dump: AttentionDump, token_table: str | Path, annotation: str |
     relations = relation_vocabulary([pc.unique(pc.list_flatten(labels)).drop_null().to_pylist()])
     vocabulary = {r: i for i, r in enumerate(relations)}
     offsets = offsets_for(max_offset)
+    memberships = Memberships(vocabulary)
     missing = set(words_of_tokens) - set(trees)
     if missing:
         raise AtlasError(f"{annotation}: no tree for {len(missing)} examples of {token_table} "
                          f"(e.g. {sorted(missing)[:5]}); rebuild the annotation table")
-    parts: dict[str, list] = {k: [] for k in ("example_id", "relation", "total", "dep", "head", "off")}
-    skipped = sentences = 0
+    scored: list[tuple[int, SentenceCounts]] = []
+    skipped = 0
     for example in dump.iter_word_maps(words_of_tokens, n_words, shards=shards):
         _, _, heads, deprels = trees[example.example_id]
-        counts = score_sentence(example.attention, example.unit_word, heads, deprels, vocabulary, offsets)
+        counts = score_sentence(example.attention, example.unit_word, heads, deprels, vocabulary, offsets,
+                                memberships)
         skipped += counts.skipped
-        sentences += 1
-        parts["example_id"].append(np.full(len(counts.relations), example.example_id, dtype=np.int64))
-        parts["relation"].append(counts.relations)
-        # Per-sentence counts fit int16 (a sentence has far fewer than 32768 arcs): the kept
-        # counts are a small fraction of the maps they summarise.
-        parts["total"].append(counts.total.astype(np.int32))
-        parts["dep"].append(counts.dep_correct.astype(np.int16))
-        parts["head"].append(counts.head_correct.astype(np.int16))
-        parts["off"].append(counts.offset_correct.astype(np.int16))
+        scored.append((example.example_id, counts))
+    sentences = len(scored)
     expected = len(dump) if shards is None else sum(int(dump.shard_entry(f)["rows"]) for f in shards)
     if sentences != expected:
         raise AtlasError(f"{dump.directory}: read {sentences} examples, the manifest says {expected}")
-    lh = dump.num_layers * dump.num_heads
-
-    def stacked(key: str, shape: tuple[int, ...], dtype: type) -> np.ndarray:
-        return np.concatenate(parts[key]) if sentences else np.zeros(shape, dtype)
-
-    relation_index = stacked("relation", (0,), np.int64)
-    table = pa.table({
-        "example_id": stacked("example_id", (0,), np.int64),
-        "relation": pa.array([relations[i] for i in relation_index], pa.string()),
-        "total": pa.array(stacked("total", (0,), np.int32)),
-        "dep_correct": _fixed_list(stacked("dep", (0, lh), np.int16)),
-        "head_correct": _fixed_list(stacked("head", (0, lh), np.int16)),
-        "offset_correct": _fixed_list(stacked("off", (0, len(offsets)), np.int16)),
-    })
+    table = counts_table(scored, relations, dump.num_layers * dump.num_heads, len(offsets))
     stats = {"num_layers": dump.num_layers, "num_heads": dump.num_heads, "offsets": offsets.tolist(),
              "input_protocol": dump.manifest.get("input_protocol", "text"), "relations": relations,
              "sentences": sentences, "words_skipped_no_unit": skipped, "dump": str(dump.directory),
              "seconds": round(time.perf_counter() - start, 2)}
-    return sort_scores(table, relations), stats
+    return table, stats
+
+
+def counts_table(scored: Sequence[tuple[int, SentenceCounts]], relations: Sequence[str], num_heads: int,
+                 num_offsets: int) -> pa.Table:
+    """The score table of sentences' counts ((example id, counts) pairs): a row per sentence and relation it has,
+    ordered by example id, then by relation in the vocabulary's order (``relations``, as :func:`sort_scores`).
+
+    ``num_heads``: layers x heads.
+    """
+    def stacked(values: list[np.ndarray], shape: tuple[int, ...], dtype: type) -> np.ndarray:
+        return np.concatenate(values).astype(dtype, copy=False) if values else np.zeros(shape, dtype)
+
+    counts = [c for _, c in scored]
+    example_ids = stacked([np.full(len(c.relations), e, dtype=np.int64) for e, c in scored], (0,), np.int64)
+    relation_index = stacked([c.relations for c in counts], (0,), np.int64)
+    order = np.lexsort((relation_index, example_ids))
+    names = np.asarray(relations, dtype=object)
+    return pa.table({
+        "example_id": example_ids[order],
+        "relation": pa.array(names[relation_index[order]], pa.string()),
+        "total": pa.array(stacked([c.total for c in counts], (0,), np.int32)[order]),
+        "dep_correct": _fixed_list(stacked([c.dep_correct for c in counts], (0, num_heads), np.int16)[order]),
+        "head_correct": _fixed_list(stacked([c.head_correct for c in counts], (0, num_heads), np.int16)[order]),
+        "offset_correct": _fixed_list(stacked([c.offset_correct for c in counts], (0, num_offsets),
+                                              np.int16)[order]),
+    })
 
 
 def sort_scores(table: pa.Table, relations: Sequence[str]) -> pa.Table:

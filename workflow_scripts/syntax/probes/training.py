@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 TRAINED_PROBES = ("attn", "attn_glove", "distance_glove")
 ATTENTION_PROBES = ("attn", "attn_glove")
 BASELINE_PROBES = ("right_branching", "distance_glove")
+MAX_CELLS = 40_000  # padded (n+1)^2 cells of a batch of sentences
 
 
 def _torch():
@@ -193,11 +194,10 @@ def evaluate(model, source: FeatureSource, sentences: Sequence[ProbeSentence], b
     return correct, total
 
 
-def train_probe(kind: str, train: Sequence[ProbeSentence], test: Sequence[ProbeSentence],
-                train_source: FeatureSource, test_source: FeatureSource, *, epochs: int, lr: float, seed: int,
-                batch_sentences: int, max_cells: int = 40_000, threads: int | None = None
-                ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """Train a probe (Adam, softmax cross-entropy over candidates); return test (correct, total) per sentence."""
+def fit_probe(kind: str, train: Sequence[ProbeSentence], train_source: FeatureSource, *, epochs: int, lr: float,
+              seed: int, batch_sentences: int, max_cells: int = MAX_CELLS, threads: int | None = None
+              ) -> tuple[Any, dict[str, Any]]:
+    """Train a probe (Adam, softmax cross-entropy over candidates); return (probe, info with its train UAS)."""
     torch = _torch()
     if threads:
         torch.set_num_threads(threads)
@@ -206,7 +206,6 @@ def train_probe(kind: str, train: Sequence[ProbeSentence], test: Sequence[ProbeS
     model = make_probe(kind, train_source.num_features, train[0].vectors.shape[1])
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     train_batches = length_batches(np.array([len(s.gold) for s in train]), batch_sentences, max_cells)
-    test_batches = length_batches(np.array([len(s.gold) for s in test]), batch_sentences, max_cells)
     history = []
     start = time.perf_counter()
     # The training batches are gathered once (float16 maps, padded): each epoch then only computes.
@@ -229,11 +228,22 @@ def train_probe(kind: str, train: Sequence[ProbeSentence], test: Sequence[ProbeS
         log.info("probe %s epoch %d/%d: train loss %.4f (%.0fs)", kind, epoch + 1, epochs, history[-1],
                  time.perf_counter() - start)
     train_correct, train_total = evaluate(model, train_source, train, train_batches, prepared)
-    del prepared
-    correct, total = evaluate(model, test_source, test, test_batches)
     info = {"train_loss": history, "train_uas": float(train_correct.sum() / max(train_total.sum(), 1)),
-            "train_sentences": len(train), "test_sentences": len(test), "epochs": epochs, "lr": lr, "seed": seed,
-            "train_seconds": round(time.perf_counter() - start, 2)}
+            "train_sentences": len(train), "epochs": epochs, "lr": lr, "seed": seed}
+    return model, info
+
+
+def train_probe(kind: str, train: Sequence[ProbeSentence], test: Sequence[ProbeSentence],
+                train_source: FeatureSource, test_source: FeatureSource, *, epochs: int, lr: float, seed: int,
+                batch_sentences: int, max_cells: int = MAX_CELLS, threads: int | None = None
+                ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """Train a probe (:func:`fit_probe`); return test (correct, total) per sentence, and the training info."""
+    start = time.perf_counter()
+    model, info = fit_probe(kind, train, train_source, epochs=epochs, lr=lr, seed=seed,
+                            batch_sentences=batch_sentences, max_cells=max_cells, threads=threads)
+    test_batches = length_batches(np.array([len(s.gold) for s in test]), batch_sentences, max_cells)
+    correct, total = evaluate(model, test_source, test, test_batches)
+    info.update({"test_sentences": len(test), "train_seconds": round(time.perf_counter() - start, 2)})
     return correct, total, info
 
 
