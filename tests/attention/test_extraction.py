@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -18,7 +15,7 @@ from support.tiny_dumps import tiny_dump as _dump
 from support.tiny_dumps import whitespace_annotation as _whitespace_annotation
 from support.tiny_models import write_manifest
 from workflow_scripts.attention.annotate import build_annotation
-from workflow_scripts.attention.extract import extract_attention, length_batches, writer_pool
+from workflow_scripts.attention.extract import extract_attention, length_batches
 from workflow_scripts.attention.reader import AttentionDump, CorruptShardError
 from workflow_scripts.attention.shards import (
     RECORD_DIR,
@@ -163,19 +160,6 @@ def test_batches_group_similar_lengths_and_respect_the_token_budget():
     for batch in batches:
         assert len(batch) <= 3 and lengths[batch].max() * len(batch) <= 100
     assert [sorted(lengths[b].tolist()) for b in batches][0] == [5, 6, 7]
-
-
-@pytest.mark.skipif(not hasattr(os, "getpriority") or not sys.platform.startswith("linux"),
-                    reason="a thread's own priority is a Linux feature")
-def test_the_writer_thread_yields_its_core_to_the_model():
-    import threading
-
-    def nice_of_this_thread() -> int:
-        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-
-    with writer_pool() as writer:
-        assert writer.submit(nice_of_this_thread).result() == 19
-    assert nice_of_this_thread() == os.getpriority(os.PRIO_PROCESS, os.getpid())  # the caller is untouched
 
 
 def test_shards_split_examples_into_fixed_contiguous_ranges():

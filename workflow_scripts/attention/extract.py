@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -57,26 +55,6 @@ ZSTD_LEVEL = 1
 # attention.compression (config) -> ParquetWriter arguments.
 CODECS = {"lz4": {"compression": "lz4"}, "zstd": {"compression": "zstd", "compression_level": ZSTD_LEVEL},
           "none": {"compression": None}}
-
-
-def yield_to_the_model() -> None:
-    """Run the calling thread (the writer's) at the lowest priority, where the system allows it.
-
-    The model's threads then keep their cores whenever they compute, and the writer's encoding and compression
-    take the time they leave (between the forward pass's parallel regions, while a batch is gathered and cast).
-    At the same priority the writer took a core from one of the model's two threads, and every parallel region
-    waited for that thread: the forward pass took 1.5x its time alone. Linux gives each thread its own nice
-    value (setpriority on its thread id); elsewhere the writer keeps the process's priority.
-    """
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-    except (AttributeError, OSError):
-        pass
-
-
-def writer_pool() -> ThreadPoolExecutor:
-    """The one thread that encodes, compresses and writes a dump's batches while the model computes."""
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="dump-writer", initializer=yield_to_the_model)
 
 
 def length_batches(lengths: np.ndarray, batch_size: int, max_batch_tokens: int) -> list[np.ndarray]:
@@ -267,7 +245,7 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
     with ExitStack() as stack:
         if writer_thread is None:
             # Parquet encoding and compression run on a writer thread while the model computes the next batch.
-            writer_thread = stack.enter_context(writer_pool())
+            writer_thread = stack.enter_context(ThreadPoolExecutor(max_workers=1))
         tmp = stack.enter_context(atomic_path(destination))
         # Statistics for the id columns only: min/max of the maps' blobs would be of no use, and computing them
         # took half of the writer's time (the reader's get() skips row groups by their example_id range).
@@ -365,7 +343,7 @@ def extract_attention(checkpoint_manifest: str | Path, token_table: str | Path, 
     retire_manifest(out_dir)
     extractor = load_extractor(checkpoint_manifest, token_table, device=device, threads=threads, offline=offline,
                                implementation=implementation, signal=signal)
-    with writer_pool() as writer_thread:
+    with ThreadPoolExecutor(max_workers=1) as writer_thread:
         for index in range(n_shards):
             write_shard(extractor, out_dir, index, n_shards, batch_size=batch_size,
                         max_batch_tokens=max_batch_tokens, compression=compression, writer_thread=writer_thread)

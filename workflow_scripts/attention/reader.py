@@ -1,4 +1,5 @@
-"""Reading attention dumps in bounded memory: one row group (a batch of examples) at a time.
+"""Reading attention dumps in bounded memory: one row group (a batch of examples) at a time, the next one
+read ahead on a thread.
 
     dump = AttentionDump("results/attention/all-MiniLM-L6-v2/pretrained/ewt/dev")
     for example in dump.iter_examples():        # token level, shard by shard
@@ -32,6 +33,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Collection, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -158,24 +160,37 @@ class AttentionDump:
     def _row_groups(self, shard: Mapping, parquet: pq.ParquetFile, groups: list[int],
                     ids_digest: Any = None) -> Iterator[ExampleMaps]:
         path = self.directory / shard["file"]
-        for group in groups:
+
+        def read(group: int) -> pa.Table:
             try:
-                table = parquet.read_row_group(group)
+                return parquet.read_row_group(group)
             except Exception as exc:  # checksum mismatch, truncated page
                 raise self._corrupt(path, f"row group {group}: {type(exc).__name__}: {exc}") from exc
-            example_ids = table["example_id"].to_numpy()
-            if ids_digest is not None:
-                ids_digest.update(np.ascontiguousarray(example_ids, dtype="<i8").tobytes())
-            lengths = table["n_tokens"].to_numpy()
-            start = 0
-            for chunk in table["attention"].chunks:
-                # Zero copy: each example's maps are a view into the row group's Arrow buffer,
-                # not a Python bytes object (a copy) decoded afterwards.
-                offsets, values = _binary_buffers(chunk)
-                for row in range(len(chunk)):
-                    blob = values[offsets[row]:offsets[row + 1]]
-                    yield self._decode(int(example_ids[start + row]), int(lengths[start + row]), blob, path)
-                start += len(chunk)
+
+        # The next row group is read (decompressed, its checksums checked: pyarrow leaves the GIL meanwhile) on
+        # a thread while the caller works on this one's examples: one row group ahead, so memory stays bounded.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dump-reader") as reader:
+            ahead = reader.submit(read, groups[0]) if groups else None
+            for index in range(len(groups)):
+                table = ahead.result()
+                ahead = reader.submit(read, groups[index + 1]) if index + 1 < len(groups) else None
+                yield from self._examples(table, path, ids_digest)
+
+    def _examples(self, table: pa.Table, path: Path, ids_digest: Any) -> Iterator[ExampleMaps]:
+        """The examples of one row group (maps as views into its buffer); its ids go into ``ids_digest``."""
+        example_ids = table["example_id"].to_numpy()
+        if ids_digest is not None:
+            ids_digest.update(np.ascontiguousarray(example_ids, dtype="<i8").tobytes())
+        lengths = table["n_tokens"].to_numpy()
+        start = 0
+        for chunk in table["attention"].chunks:
+            # Zero copy: each example's maps are a view into the row group's Arrow buffer,
+            # not a Python bytes object (a copy) decoded afterwards.
+            offsets, values = _binary_buffers(chunk)
+            for row in range(len(chunk)):
+                blob = values[offsets[row]:offsets[row + 1]]
+                yield self._decode(int(example_ids[start + row]), int(lengths[start + row]), blob, path)
+            start += len(chunk)
 
     @property
     def shard_files(self) -> list[str]:

@@ -36,8 +36,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +51,16 @@ from ..attention.shards import shard_group_files
 from ..attention.tokens import token_words
 from ..core.errors import AtlasError
 from ..core.io import write_table
+from .dependency_counts import (  # noqa: F401 - score_sentence and relation_memberships: this module's API
+    ALL,
+    Memberships,
+    ScoredSentence,
+    SentenceCounts,
+    relation_memberships,
+    score_sentence,
+    score_sentences,
+    window_is_full,
+)
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +68,6 @@ DEP_TO_HEAD = "dependent_to_head"
 HEAD_TO_DEP = "head_to_dependent"
 EITHER = "either"
 DIRECTIONS = (DEP_TO_HEAD, HEAD_TO_DEP)
-ALL = "all"
 
 # [C]'s Stanford Dependencies labels for the UD relations that replace them (METHODS 7.3).
 PAPER_LABELS = {
@@ -88,37 +96,6 @@ def relation_vocabulary(deprels: Iterable[Sequence[str]]) -> list[str]:
     return [ALL, *labels, *bases]
 
 
-def relation_memberships(deprel: str, vocabulary: Mapping[str, int]) -> list[int]:
-    """Indices of the relation rows an arc with label ``deprel`` counts in (``all`` is not included)."""
-    rows = [vocabulary[deprel]] if deprel in vocabulary else []
-    base = deprel.split(":", 1)[0] + ":*"
-    if base in vocabulary:
-        rows.append(vocabulary[base])
-    return rows
-
-
-def word_predictions(maps: np.ndarray, unit_word: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(word index of each word unit, predictions by row, predictions by column) of :func:`predicted_words`,
-    both directions from one copy of the maps."""
-    unit_word = np.asarray(unit_word)
-    word_units = np.flatnonzero(unit_word >= 0)
-    words = unit_word[word_units]
-    n = len(word_units)
-    maps = np.asarray(maps, dtype=np.float32)
-    if np.array_equal(word_units, np.arange(n)):  # the reader puts word units first: a slice will do
-        sub = maps[..., :n, :n].copy()
-    else:
-        sub = maps[..., word_units[:, None], word_units[None, :]]
-    if n < 2:
-        none = np.full(sub.shape[:-1], -1, dtype=np.int64)
-        return words, none, none.copy()
-    sub[..., np.arange(n), np.arange(n)] = -np.inf
-    # argmax takes the first of equal values: the lowest column index, or (transposed) the lowest row index.
-    # The transposed copy is reduced along its last axis: numpy's argmax over axis -2 is three times slower.
-    by_column = np.ascontiguousarray(np.swapaxes(sub, -1, -2)).argmax(axis=-1)
-    return words, words[sub.argmax(axis=-1)], words[by_column]
-
-
 def predicted_words(maps: np.ndarray, unit_word: np.ndarray, *, transpose: bool = False
                     ) -> tuple[np.ndarray, np.ndarray]:
     """Each word's most-attended other word (or, transposed, the other word that attends to it most).
@@ -128,89 +105,22 @@ def predicted_words(maps: np.ndarray, unit_word: np.ndarray, *, transpose: bool 
     itself. With ``transpose``, word d's prediction is the argmax over d's column
     (the word i != d with the largest maps[i, d]). Returns (word index of each word
     unit, predicted word index (..., n_word_units)); a word with no other word
-    predicts -1.
+    predicts -1. (Dependency scoring predicts for many sentences at once: dependency_counts.py.)
     """
-    words, by_row, by_column = word_predictions(maps, unit_word)
-    return words, by_column if transpose else by_row
-
-
-@dataclass
-class SentenceCounts:
-    relations: np.ndarray  # (R,) relation row index
-    total: np.ndarray  # (R,) scored words
-    dep_correct: np.ndarray  # (R, L*H)
-    head_correct: np.ndarray  # (R, L*H)
-    offset_correct: np.ndarray  # (R, K)
-    skipped: int  # words whose own or whose head's tokens are gone
-
-
-class Memberships(dict):
-    """deprel -> the relation rows an arc with that label counts in (:func:`relation_memberships`), computed
-    once per label."""
-
-    def __init__(self, vocabulary: Mapping[str, int]) -> None:
-        super().__init__()
-        self.vocabulary = vocabulary
-
-    def __missing__(self, deprel: str) -> list[int]:
-        self[deprel] = rows = relation_memberships(deprel, self.vocabulary)
-        return rows
-
-
-def score_sentence(maps: np.ndarray, unit_word: np.ndarray, heads: Sequence[int], deprels: Sequence[str],
-                   vocabulary: Mapping[str, int], offsets: np.ndarray,
-                   memberships: Memberships | None = None) -> SentenceCounts:
-    """Per-relation correct counts of every head (and every offset) on one sentence.
-
-    ``maps`` is (layers, heads, U, U) at word level; ``heads``/``deprels`` are
-    the sentence's gold tree (0-based heads, -1 root). ``memberships``: the labels' relation rows, kept
-    across the sentences of one vocabulary (made here when not given).
-    """
-    layers, n_heads = maps.shape[:2]
-    words, by_row, by_column = word_predictions(maps, unit_word)
-    by_row = by_row.reshape(layers * n_heads, -1)  # (LH, n word units)
-    by_column = by_column.reshape(layers * n_heads, -1)
-    heads = np.asarray(heads, dtype=np.int64)
-    n_words = len(heads)
-    unit_of_word = np.full(n_words, -1, dtype=np.int64)
-    unit_of_word[words] = np.arange(len(words))
-    dependents = np.arange(n_words)
-    has_unit = unit_of_word[dependents] >= 0
-    is_root = heads < 0
-    usable = has_unit & (is_root | (unit_of_word[np.maximum(heads, 0)] >= 0))
-    skipped = int((~usable).sum())
-    dependents, gold = dependents[usable], heads[usable]
-    k = len(offsets)
-    if len(dependents) == 0:
-        empty = np.zeros((0, layers * n_heads), dtype=np.int16)
-        return SentenceCounts(np.zeros(0, np.int64), np.zeros(0, np.int32), empty, empty,
-                              np.zeros((0, k), np.int16), skipped)
-    memberships = Memberships(vocabulary) if memberships is None else memberships
-    # A root word is always wrong, as in [C]'s code, where a prediction is always a word. (Here a
-    # one-word sentence "predicts" -1, which must not count as finding the root.)
-    is_arc = gold >= 0
-    dependent_units = unit_of_word[dependents]
-    # Correct predictions as float32 0/1 (exact for these counts), so that the counts of all heads are BLAS
-    # matrix products rather than numpy's integer loops.
-    dep_ok = ((by_row[:, dependent_units] == gold) & is_arc).astype(np.float32)  # (LH, P)
-    head_ok = ((by_column[:, dependent_units] == gold) & is_arc).astype(np.float32)  # (LH, P)
-    off_ok = (((gold[:, None] - dependents[:, None]) == offsets[None, :]) & is_arc[:, None]).astype(np.float32)
-    # Membership of every word in its relation rows: a (P, R) 0/1 matrix. Every word counts in `all`; the
-    # root word in nothing else.
-    member = np.zeros((len(dependents), len(vocabulary)), dtype=np.float32)
-    member[:, vocabulary[ALL]] = 1
-    for p, j in enumerate(dependents):
-        if heads[j] >= 0:
-            member[p, memberships[deprels[j]]] = 1
-    present = np.flatnonzero(member.any(axis=0))
-    member_t = np.ascontiguousarray(member[:, present].T)  # (R, P)
-    counts = member_t @ np.concatenate([dep_ok, head_ok], axis=0).T  # (R, 2 LH)
-    lh = layers * n_heads
-    # int16: a sentence has far fewer than 32768 arcs, and a study keeps every sentence's counts.
-    return SentenceCounts(
-        relations=present, total=member_t.sum(axis=1).astype(np.int32),
-        dep_correct=counts[:, :lh].astype(np.int16), head_correct=counts[:, lh:].astype(np.int16),
-        offset_correct=(member_t @ off_ok).astype(np.int16), skipped=skipped)
+    unit_word = np.asarray(unit_word)
+    word_units = np.flatnonzero(unit_word >= 0)
+    words = unit_word[word_units]
+    n = len(word_units)
+    maps = np.asarray(maps, dtype=np.float32)
+    if np.array_equal(word_units, np.arange(n)):  # the reader puts word units first: a slice will do
+        sub = maps[..., :n, :n]
+    else:
+        sub = maps[..., word_units[:, None], word_units[None, :]]
+    sub = np.swapaxes(sub, -1, -2).copy() if transpose else sub.copy()
+    if n < 2:
+        return words, np.full(sub.shape[:-1], -1, dtype=np.int64)
+    sub[..., np.arange(n), np.arange(n)] = -np.inf
+    return words, words[sub.argmax(axis=-1)]
 
 
 def read_trees(annotation_path: str | Path, example_ids: list[int] | None = None
@@ -255,19 +165,31 @@ def score_tables(dump: AttentionDump, token_table: str | Path, annotation: str |
     if missing:
         raise AtlasError(f"{annotation}: no tree for {len(missing)} examples of {token_table} "
                          f"(e.g. {sorted(missing)[:5]}); rebuild the annotation table")
-    scored: list[tuple[int, SentenceCounts]] = []
-    skipped = 0
+    groups: list[tuple[np.ndarray, SentenceCounts]] = []
+    group: list[ScoredSentence] = []
+    group_ids: list[int] = []
+    sentences = skipped = 0
+
+    def score_group() -> None:
+        counts = score_sentences(group, vocabulary, offsets, memberships)
+        groups.append((np.asarray(group_ids, dtype=np.int64)[counts.sentence], counts))
+        group.clear()
+        group_ids.clear()
+
     for example in dump.iter_word_maps(words_of_tokens, n_words, shards=shards):
         _, _, heads, deprels = trees[example.example_id]
-        counts = score_sentence(example.attention, example.unit_word, heads, deprels, vocabulary, offsets,
-                                memberships)
-        skipped += counts.skipped
-        scored.append((example.example_id, counts))
-    sentences = len(scored)
+        group.append(ScoredSentence(example.attention, example.unit_word, heads, deprels))
+        group_ids.append(example.example_id)
+        sentences += 1
+        if window_is_full(group):
+            score_group()
+    if group:
+        score_group()
+    skipped = sum(counts.skipped for _, counts in groups)
     expected = len(dump) if shards is None else sum(int(dump.shard_entry(f)["rows"]) for f in shards)
     if sentences != expected:
         raise AtlasError(f"{dump.directory}: read {sentences} examples, the manifest says {expected}")
-    table = counts_table(scored, relations, dump.num_layers * dump.num_heads, len(offsets))
+    table = counts_table(groups, relations, dump.num_layers * dump.num_heads, len(offsets))
     stats = {"num_layers": dump.num_layers, "num_heads": dump.num_heads, "offsets": offsets.tolist(),
              "input_protocol": dump.manifest.get("input_protocol", "text"), "relations": relations,
              "sentences": sentences, "words_skipped_no_unit": skipped, "dump": str(dump.directory),
@@ -275,18 +197,18 @@ def score_tables(dump: AttentionDump, token_table: str | Path, annotation: str |
     return table, stats
 
 
-def counts_table(scored: Sequence[tuple[int, SentenceCounts]], relations: Sequence[str], num_heads: int,
+def counts_table(groups: Sequence[tuple[np.ndarray, SentenceCounts]], relations: Sequence[str], num_heads: int,
                  num_offsets: int) -> pa.Table:
-    """The score table of sentences' counts ((example id, counts) pairs): a row per sentence and relation it has,
-    ordered by example id, then by relation in the vocabulary's order (``relations``, as :func:`sort_scores`).
+    """The score table of groups' counts ((example id of each row, counts) pairs): a row per sentence and
+    relation it has, ordered by example id, then by relation in the vocabulary's order (as :func:`sort_scores`).
 
     ``num_heads``: layers x heads.
     """
     def stacked(values: list[np.ndarray], shape: tuple[int, ...], dtype: type) -> np.ndarray:
         return np.concatenate(values).astype(dtype, copy=False) if values else np.zeros(shape, dtype)
 
-    counts = [c for _, c in scored]
-    example_ids = stacked([np.full(len(c.relations), e, dtype=np.int64) for e, c in scored], (0,), np.int64)
+    counts = [c for _, c in groups]
+    example_ids = stacked([ids for ids, _ in groups], (0,), np.int64)
     relation_index = stacked([c.relations for c in counts], (0,), np.int64)
     order = np.lexsort((relation_index, example_ids))
     names = np.asarray(relations, dtype=object)

@@ -1,0 +1,92 @@
+"""Many sentences scored at once give each sentence's counts, as a plain loop over heads and words finds them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from workflow_scripts.syntax import dependency_counts
+from workflow_scripts.syntax.dependency import offsets_for, relation_vocabulary
+from workflow_scripts.syntax.dependency_counts import (
+    ALL,
+    Memberships,
+    ScoredSentence,
+    score_sentence,
+    score_sentences,
+)
+
+LABELS = ["nsubj", "obj", "det", "nmod", "nmod:poss", "punct", "aux:pass"]
+
+
+def reference_counts(sentence: ScoredSentence, vocabulary: dict[str, int], offsets: np.ndarray) -> dict:
+    """(relation, 'dep'|'head'|'off', index) -> count, one head and one word at a time ([C]'s rules)."""
+    unit_word = list(sentence.unit_word)
+    unit_of_word = {w: u for u, w in enumerate(unit_word) if w >= 0}
+    word_units = [u for u, w in enumerate(unit_word) if w >= 0]
+    layers, heads = sentence.maps.shape[:2]
+    counts: dict = {}
+    for j, h in enumerate(sentence.heads):
+        if j not in unit_of_word or (h >= 0 and h not in unit_of_word):
+            continue
+        relations = [ALL] + ([r for r in (sentence.deprels[j], sentence.deprels[j].split(":")[0] + ":*")
+                              if r in vocabulary] if h >= 0 else [])
+        for relation in relations:
+            counts[(relation, "total", 0)] = counts.get((relation, "total", 0), 0) + 1
+            for k in range(layers * heads):
+                grid = sentence.maps[k // heads, k % heads]
+                for kind, values in (("dep", grid[unit_of_word[j], word_units]),
+                                     ("head", grid[word_units, unit_of_word[j]])):
+                    values = np.array(values, dtype=np.float64)
+                    values[word_units.index(unit_of_word[j])] = -np.inf
+                    predicted = unit_word[word_units[int(np.argmax(values))]] if len(word_units) > 1 else -1
+                    key = (relation, kind, k)
+                    counts[key] = counts.get(key, 0) + int(h >= 0 and predicted == h)
+            for o, offset in enumerate(offsets):
+                key = (relation, "off", o)
+                counts[key] = counts.get(key, 0) + int(h >= 0 and h - j == offset)
+    return counts
+
+
+def random_sentence(rng: np.random.Generator) -> ScoredSentence:
+    n = int(rng.integers(1, 12))
+    heads = [int(rng.integers(-1, n)) for _ in range(n)]
+    heads = [-1 if h == j else h for j, h in enumerate(heads)]
+    deprels = ["root" if h < 0 else LABELS[int(rng.integers(len(LABELS)))] for h in heads]
+    aligned = [w for w in range(n) if rng.random() > 0.15]  # some words lost their tokens
+    loose = int(rng.integers(0, 3))
+    unit_word = np.array(aligned + [-1] * loose, dtype=np.int64)
+    if rng.random() < 0.3:  # units not in the reader's order: words after a loose unit
+        unit_word = rng.permutation(unit_word)
+    u = len(unit_word)
+    maps = rng.random((2, 3, u, u)).astype(np.float32)
+    maps[maps > 0.8] = 0.8  # ties: the first of equal values wins
+    return ScoredSentence(maps, unit_word, heads, deprels)
+
+
+@pytest.mark.parametrize("group_size", [128, 7, 1])
+def test_sentences_of_every_width_count_as_the_reference_does_in_groups_of_any_size(group_size, monkeypatch):
+    monkeypatch.setattr(dependency_counts, "MAX_GROUP_SENTENCES", group_size)
+    rng = np.random.default_rng(3)
+    sentences = [random_sentence(rng) for _ in range(60)]
+    vocabulary = {r: i for i, r in enumerate(relation_vocabulary([s.deprels for s in sentences]))}
+    names = list(vocabulary)
+    offsets = offsets_for(3)
+    counts = score_sentences(sentences, vocabulary, offsets, Memberships(vocabulary))
+    assert np.all(np.diff(counts.sentence * len(vocabulary) + counts.relations) > 0)  # by sentence, then relation
+    for b, sentence in enumerate(sentences):
+        expected = reference_counts(sentence, vocabulary, offsets)
+        rows = np.flatnonzero(counts.sentence == b)
+        assert {names[r] for r in counts.relations[rows]} == {r for r, kind, _ in expected if kind == "total"}
+        for row in rows:
+            relation = names[counts.relations[row]]
+            assert counts.total[row] == expected[(relation, "total", 0)]
+            for kind, values in (("dep", counts.dep_correct[row]), ("head", counts.head_correct[row]),
+                                 ("off", counts.offset_correct[row])):
+                assert values.tolist() == [expected[(relation, kind, k)] for k in range(len(values))], (b, relation)
+        alone = score_sentence(sentence.maps, sentence.unit_word, sentence.heads, sentence.deprels, vocabulary,
+                               offsets)
+        np.testing.assert_array_equal(alone.dep_correct, counts.dep_correct[rows])
+    words = sum(len(s.heads) for s in sentences)
+    scored = sum(1 for s in sentences for j, h in enumerate(s.heads)
+                 if j in set(s.unit_word) and (h < 0 or h in set(s.unit_word)))
+    assert counts.skipped == words - scored > 0
