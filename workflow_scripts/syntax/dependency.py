@@ -37,6 +37,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -165,26 +166,31 @@ def score_tables(dump: AttentionDump, token_table: str | Path, annotation: str |
     if missing:
         raise AtlasError(f"{annotation}: no tree for {len(missing)} examples of {token_table} "
                          f"(e.g. {sorted(missing)[:5]}); rebuild the annotation table")
-    groups: list[tuple[np.ndarray, SentenceCounts]] = []
-    group: list[ScoredSentence] = []
-    group_ids: list[int] = []
-    sentences = skipped = 0
+    window: list[ScoredSentence] = []
+    window_ids: list[int] = []
+    scored: list[Future] = []
+    sentences = 0
 
-    def score_group() -> None:
-        counts = score_sentences(group, vocabulary, offsets, memberships)
-        groups.append((np.asarray(group_ids, dtype=np.int64)[counts.sentence], counts))
-        group.clear()
-        group_ids.clear()
+    def score_window(window: list[ScoredSentence], ids: np.ndarray) -> tuple[np.ndarray, SentenceCounts]:
+        counts = score_sentences(window, vocabulary, offsets, memberships)
+        return ids[counts.sentence], counts
 
-    for example in dump.iter_word_maps(words_of_tokens, n_words, shards=shards):
-        _, _, heads, deprels = trees[example.example_id]
-        group.append(ScoredSentence(example.attention, example.unit_word, heads, deprels))
-        group_ids.append(example.example_id)
-        sentences += 1
-        if window_is_full(group):
-            score_group()
-    if group:
-        score_group()
+    # A window is scored on a thread while the next one is read and converted to word level: numpy's argmax and
+    # the word-level conversion's matrix products leave the GIL, so the two overlap on a second core.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dependency-scoring") as scorer:
+        for example in dump.iter_word_maps(words_of_tokens, n_words, shards=shards):
+            _, _, heads, deprels = trees[example.example_id]
+            window.append(ScoredSentence(example.attention, example.unit_word, heads, deprels))
+            window_ids.append(example.example_id)
+            sentences += 1
+            if window_is_full(window):
+                if len(scored) >= 2:  # at most one window waits: memory stays bounded
+                    scored[-2].result()
+                scored.append(scorer.submit(score_window, window, np.asarray(window_ids, dtype=np.int64)))
+                window, window_ids = [], []
+        if window:
+            scored.append(scorer.submit(score_window, window, np.asarray(window_ids, dtype=np.int64)))
+        groups = [future.result() for future in scored]
     skipped = sum(counts.skipped for _, counts in groups)
     expected = len(dump) if shards is None else sum(int(dump.shard_entry(f)["rows"]) for f in shards)
     if sentences != expected:

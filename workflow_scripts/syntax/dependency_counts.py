@@ -23,7 +23,7 @@ import numpy as np
 ALL = "all"
 # Sentences scored by one call (their word-level maps held at once), then grouped by width: a group's padded
 # maps stay under MAX_GROUP_CELLS per head (sentences x words^2; about 20 MB of float32 for 72 heads).
-WINDOW_SENTENCES = 512
+WINDOW_SENTENCES = 256
 MAX_GROUP_CELLS = 65_536
 MAX_GROUP_SENTENCES = 128
 
