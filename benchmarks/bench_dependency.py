@@ -83,8 +83,8 @@ def measure(mode: str, dump: str, tokens: str, annotation: str, limit: int | Non
         read_trees,
         relation_vocabulary,
         score_dependency_heads,
-        score_sentence,
     )
+    from workflow_scripts.syntax.dependency_counts import score_sentence
 
     reader = AttentionDump(dump)
     rss_before = peak_rss_mib()
@@ -141,7 +141,7 @@ def phases(reader, tokens: str, annotation: str) -> dict[str, float]:
 
     from workflow_scripts.attention.reader import to_word_level
     from workflow_scripts.attention.tokens import token_words
-    from workflow_scripts.syntax import dependency
+    from workflow_scripts.syntax import dependency, dependency_counts
 
     clock = {"read trees and token table": 0.0, "read and decode shards": 0.0, "word-level conversion": 0.0,
              "predictions and counts": 0.0, "table: stack, sort, write": 0.0}
@@ -149,13 +149,13 @@ def phases(reader, tokens: str, annotation: str) -> dict[str, float]:
     trees = dependency.read_trees(annotation)
     words = token_words(tokens)
     vocabulary = {r: i for i, r in enumerate(dependency.relation_vocabulary(t[3] for t in trees.values()))}
-    memberships, offsets = dependency.Memberships(vocabulary), dependency.offsets_for(5)
+    memberships, offsets = dependency_counts.Memberships(vocabulary), dependency.offsets_for(5)
     clock["read trees and token table"] += time.perf_counter() - began
     groups, group, group_ids = [], [], []
 
     def score_group() -> None:
         began = time.perf_counter()
-        counts = dependency.score_sentences(group, vocabulary, offsets, memberships)
+        counts = dependency_counts.score_sentences(group, vocabulary, offsets, memberships)
         groups.append((np.asarray(group_ids)[counts.sentence], counts))
         clock["predictions and counts"] += time.perf_counter() - began
         group.clear()
@@ -172,9 +172,9 @@ def phases(reader, tokens: str, annotation: str) -> dict[str, float]:
         _, _, heads, deprels = trees[example.example_id]
         word_maps = to_word_level(example, words[example.example_id], len(heads))
         clock["word-level conversion"] += time.perf_counter() - decoded
-        group.append(dependency.ScoredSentence(word_maps.attention, word_maps.unit_word, heads, deprels))
+        group.append(dependency_counts.ScoredSentence(word_maps.attention, word_maps.unit_word, heads, deprels))
         group_ids.append(example.example_id)
-        if dependency.window_is_full(group):
+        if dependency_counts.window_is_full(group):
             score_group()
     if group:
         score_group()

@@ -26,8 +26,8 @@ from workflow_scripts.syntax.dependency import (
     predicted_words,
     relation_vocabulary,
     score_dependency_heads,
-    score_sentence,
 )
+from workflow_scripts.syntax.dependency_counts import score_sentence
 from workflow_scripts.syntax.dependency_selection import SplitCounts, best_rows, summarise_dependency
 
 # ---------------------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ from ..syntax.probes.features import (
     sentence_features,
     word_has_unit,
 )
-from ..syntax.probes.training import MAX_CELLS, FeatureSource, evaluate, fit_probe, length_batches
+from ..syntax.probes.training import FeatureSource, evaluate, fit_probe, sentence_batches
 from .disabling import TaskScorer, check_modes
 from .heads import HeadAblation, load_ablatable
 from .tables import FOUND_HEADS_COLUMNS
@@ -280,7 +280,7 @@ def probe_rows(model_name: str, found: Sequence[FoundHead], modes: Sequence[str]
                 "batch_sentences": int(probe["batch_sentences"])}
     fitted, info = fit_probe("attn", train, FeatureSource("attn", train_features), threads=threads, **settings)
     del train_features, train
-    test_batches = length_batches(np.array([len(s.gold) for s in test]), settings["batch_sentences"], MAX_CELLS)
+    test_batches = sentence_batches(test, settings["batch_sentences"])
     uas, started, last_log = np.zeros(len(variants)), time.perf_counter(), time.perf_counter()
     for v, (variant_heads, mode) in enumerate(variants):
         features = FeatureSource("attn", source.features(variant_heads, mode))

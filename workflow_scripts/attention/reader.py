@@ -167,6 +167,9 @@ class AttentionDump:
             except Exception as exc:  # checksum mismatch, truncated page
                 raise self._corrupt(path, f"row group {group}: {type(exc).__name__}: {exc}") from exc
 
+        if len(groups) == 1:  # one row group (get()): nothing to read ahead
+            yield from self._examples(read(groups[0]), path, ids_digest)
+            return
         # The next row group is read (decompressed, its checksums checked: pyarrow leaves the GIL meanwhile) on
         # a thread while the caller works on this one's examples: one row group ahead, so memory stays bounded.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dump-reader") as reader:

@@ -52,16 +52,7 @@ from ..attention.shards import shard_group_files
 from ..attention.tokens import token_words
 from ..core.errors import AtlasError
 from ..core.io import write_table
-from .dependency_counts import (  # noqa: F401 - score_sentence and relation_memberships: this module's API
-    ALL,
-    Memberships,
-    ScoredSentence,
-    SentenceCounts,
-    relation_memberships,
-    score_sentence,
-    score_sentences,
-    window_is_full,
-)
+from .dependency_counts import ALL, Memberships, ScoredSentence, SentenceCounts, score_sentences, window_is_full
 
 log = logging.getLogger(__name__)
 

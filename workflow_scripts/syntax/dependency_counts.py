@@ -7,10 +7,10 @@ is skipped; ``all`` counts every word, the root word too, which no head gets rig
 
 Why many sentences at once: a sentence's arrays are small (72 heads x 15 words x 15 words for a small model
 on EWT), so scoring one sentence at a time spent its time in numpy's per-call overhead, not in the counts.
-:func:`score_sentences` pads a group of sentences' word-level maps into one array (padding: -inf, never a
-prediction), takes both argmaxes in two calls, and counts every (sentence, relation) row of the group with
-one matrix product. The values are those of one sentence at a time: :func:`score_sentence` is the group of
-one, and tests/syntax/test_dependency.py checks the group against it.
+:func:`score_sentences` groups sentences of similar width, pads each group's word-level maps into one array
+(padding: -inf, never a prediction) and takes both argmaxes in two calls, then counts every (sentence,
+relation) row with one ``reduceat`` over the words. :func:`score_sentence` is a group of one;
+tests/syntax/test_dependency_counts.py checks groups of every size against a loop over heads and words.
 """
 
 from __future__ import annotations
@@ -20,9 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.batches import length_batches
+
 ALL = "all"
 # Sentences scored by one call (their word-level maps held at once), then grouped by width: a group's padded
-# maps stay under MAX_GROUP_CELLS per head (sentences x words^2; about 20 MB of float32 for 72 heads).
+# maps stay under MAX_GROUP_CELLS per head (sentences x (words+1)^2; about 20 MB of float32 for 72 heads).
 WINDOW_SENTENCES = 256
 MAX_GROUP_CELLS = 65_536
 MAX_GROUP_SENTENCES = 128
@@ -119,19 +121,6 @@ def _predictions(groups: Sequence[tuple[np.ndarray, np.ndarray]], num_heads: int
     return by_row, by_column
 
 
-def _groups(widths: np.ndarray) -> list[np.ndarray]:
-    """Sentence positions in groups of similar width (by width), each within MAX_GROUP_SENTENCES and, padded
-    to its widest, MAX_GROUP_CELLS: little of a group's arrays is padding."""
-    groups, current = [], []
-    for position in np.argsort(widths, kind="stable"):
-        width = max(int(widths[position]), 1)
-        if current and (len(current) >= MAX_GROUP_SENTENCES or (len(current) + 1) * width * width > MAX_GROUP_CELLS):
-            groups.append(np.asarray(current))
-            current = []
-        current.append(position)
-    return groups + ([np.asarray(current)] if current else [])
-
-
 def score_sentences(sentences: Sequence[ScoredSentence], vocabulary: Mapping[str, int], offsets: np.ndarray,
                     memberships: Memberships | None = None) -> SentenceCounts:
     """Per-(sentence, relation) correct counts of every head and offset of many sentences.
@@ -169,7 +158,8 @@ def score_sentences(sentences: Sequence[ScoredSentence], vocabulary: Mapping[str
     correct[:, 2 * num_heads:] = ((gold[:, None] - dependent[:, None]) == offsets[None, :]) & is_arc[:, None]
     widths = np.array([len(words) for words, _ in words_and_maps])
     starts = np.concatenate([[0], np.cumsum(np.bincount(which, minlength=len(sentences)))])
-    for group in _groups(widths):
+    # Groups of similar width: little of a group's padded arrays is padding.
+    for group in length_batches(widths, MAX_GROUP_SENTENCES, MAX_GROUP_CELLS):
         by_row, by_column = _predictions([words_and_maps[b] for b in group], num_heads)
         members = np.concatenate([np.arange(starts[b], starts[b + 1]) for b in group])
         local = np.repeat(np.arange(len(group)), starts[group + 1] - starts[group])

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ...attention.tokens import token_words
+from ...core.batches import length_batches
 from ...core.errors import AtlasError
 from ...core.io import read_metadata
 from ..dependency import read_trees
@@ -102,19 +103,10 @@ def make_probe(kind: str, num_features: int, vector_dim: int):
     return PairProbe()
 
 
-def length_batches(lengths: np.ndarray, max_sentences: int, max_cells: int) -> list[np.ndarray]:
-    """Sentences grouped by similar length: at most ``max_sentences`` and ``max_cells`` padded (n+1)^2 cells."""
-    order = np.argsort(lengths, kind="stable")
-    batches, current = [], []
-    for i in order:
-        size = (int(lengths[i]) + 1) ** 2
-        if current and (len(current) >= max_sentences or size * (len(current) + 1) > max_cells):
-            batches.append(np.asarray(current))
-            current = []
-        current.append(i)
-    if current:
-        batches.append(np.asarray(current))
-    return batches
+def sentence_batches(sentences: Sequence[ProbeSentence], max_sentences: int, max_cells: int = MAX_CELLS
+                     ) -> list[np.ndarray]:
+    """Positions of ``sentences`` in batches of similar length (:func:`length_batches`)."""
+    return length_batches(np.array([len(s.gold) for s in sentences]), max_sentences, max_cells)
 
 
 class FeatureSource:
@@ -205,7 +197,7 @@ def fit_probe(kind: str, train: Sequence[ProbeSentence], train_source: FeatureSo
     rng = np.random.default_rng(seed)
     model = make_probe(kind, train_source.num_features, train[0].vectors.shape[1])
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    train_batches = length_batches(np.array([len(s.gold) for s in train]), batch_sentences, max_cells)
+    train_batches = sentence_batches(train, batch_sentences, max_cells)
     history = []
     start = time.perf_counter()
     # The training batches are gathered once (float16 maps, padded): each epoch then only computes.
@@ -241,7 +233,7 @@ def train_probe(kind: str, train: Sequence[ProbeSentence], test: Sequence[ProbeS
     start = time.perf_counter()
     model, info = fit_probe(kind, train, train_source, epochs=epochs, lr=lr, seed=seed,
                             batch_sentences=batch_sentences, max_cells=max_cells, threads=threads)
-    test_batches = length_batches(np.array([len(s.gold) for s in test]), batch_sentences, max_cells)
+    test_batches = sentence_batches(test, batch_sentences, max_cells)
     correct, total = evaluate(model, test_source, test, test_batches)
     info.update({"test_sentences": len(test), "train_seconds": round(time.perf_counter() - start, 2)})
     return correct, total, info
