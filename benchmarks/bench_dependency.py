@@ -237,7 +237,7 @@ def main() -> None:
         if args.naive_sentences and split == args.splits[-1]:
             naive = run_child("naive", files, args.naive_sentences)
             vectorised = run_child("vectorised", files, args.naive_sentences)
-            print(f"  first {args.naive_sentences} sentences, loop over heads: {naive['seconds']:.2f} s; vectorised "
+            print(f"  first {vectorised['sentences']} sentences, loop over heads: {naive['seconds']:.2f} s; vectorised "
                   f"over heads: {vectorised['seconds']:.2f} s (incl. word-level conversion; "
                   f"{vectorised['checked_against_reference']} sentences checked equal)")
             rows[-1].update({"naive": naive, "vectorised": vectorised})
