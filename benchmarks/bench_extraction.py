@@ -38,11 +38,11 @@ sys.path.insert(0, str(REPO))
 
 from workflow_scripts.attention.extract import (  # noqa: E402 - the repository is on sys.path only from here
     extract_attention,
-    file_sha256,
     length_batches,
     read_examples,
 )
 from workflow_scripts.attention.signals import SIGNALS  # noqa: E402 - as above
+from workflow_scripts.core.file_records import file_sha256  # noqa: E402 - as above
 from workflow_scripts.models.checkpoints import write_manifest  # noqa: E402 - as above
 from workflow_scripts.study.config import load_schema  # noqa: E402 - as above
 
@@ -115,7 +115,8 @@ def extract(manifest: Path, token_table: Path, out: Path, args: argparse.Namespa
 
 def storage_floor_seconds(dump: Path, scratch: Path) -> tuple[int, float, float]:
     """The machine's own cost of a dump's bytes, measured beside it: plain writes of as many bytes to a new file,
-    then the sha256 of that file read back (what extraction's "shard sha256" does). Returns (bytes, write, hash).
+    then the sha256 of that file read back (extraction hashes each shard on its writer thread as it writes it).
+    Returns (bytes, write, hash).
 
     Extraction cannot store its maps for less than this; on a virtual machine whose memory the host hands out on
     first touch, writing to new page-cache pages costs CPU time of its own (about 2 s per GB on the 2-core machine

@@ -148,3 +148,17 @@ def test_a_map_to_the_gold_head_stays_on_the_gold_head_after_conversion():
     words = tokens_to_words(attention, token_unit, len(unit_word))
     assert words[0, 0].argmax(-1).tolist() == [1, 1, 1]
     np.testing.assert_allclose(words[0, 0, :, 1], 1.0)
+
+
+def test_one_token_per_word_is_a_reordering_equal_to_the_products():
+    # [CLS] w0 w1 w2 [SEP]: every unit has one token, so the conversion takes the reordering path; its values
+    # are the float32 of the float16 maps, exactly what the products (x * 1 + zeros) give.
+    rng = np.random.default_rng(1)
+    attention = rng.random((2, 3, 5, 5)).astype(np.float16)
+    token_unit, unit_word = word_units(np.array([-1, 0, 1, 2, -1]), 3)
+    words = tokens_to_words(attention, token_unit, len(unit_word))
+    order = [1, 2, 3, 0, 4]  # the word units first, then [CLS] and [SEP]
+    expected = attention.astype(np.float32)[..., order, :][..., :, order]
+    assert words.dtype == np.float32 and np.array_equal(words, expected)
+    assignment = np.eye(5, dtype=np.float32)[:, order]  # the products, as the general path computes them
+    assert np.array_equal(words, assignment.T @ (attention.astype(np.float32) @ assignment))

@@ -27,7 +27,7 @@ from workflow_scripts.attention.signals import forward_attentions
 from workflow_scripts.attention.texts import TEXT
 from workflow_scripts.attention.tokens import build_token_table, token_words
 from workflow_scripts.core.errors import AtlasError
-from workflow_scripts.core.file_records import write_sealed_json
+from workflow_scripts.core.file_records import GrowingFileDigest, file_sha256, write_sealed_json
 
 
 @pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_roberta"])
@@ -259,6 +259,32 @@ def test_the_manifest_records_the_dumps_identity_and_each_shards_example_ids(tmp
         assert footer[b"atlas.shard"].decode() == shard["file"]
         ids = pq.read_table(out / shard["file"], columns=["example_id"])["example_id"].to_numpy()
         assert shard["example_ids_sha256"] == example_ids_digest(ids)
+        # Hashed as it was written (on the writer thread): the digest of the file on disk.
+        assert shard["sha256"] == file_sha256(out / shard["file"])
+
+
+def test_a_digest_kept_up_with_a_growing_file_is_the_files_sha256(tmp_path):
+    path = tmp_path / "growing.bin"
+    rng = np.random.default_rng(0)
+    with open(path, "wb") as handle:
+        digest = GrowingFileDigest(path)
+        for size in (0, 7, 1 << 20, 3, (1 << 22) + 5):
+            handle.write(rng.integers(0, 256, size, dtype=np.uint8).tobytes())
+            handle.flush()
+            digest.update()
+        handle.write(b"footer")  # written after the last update: hexdigest reads it
+    assert digest.hexdigest(path) == file_sha256(path)
+
+
+def test_a_digest_of_a_file_its_writer_replaced_hashes_the_file_in_place(tmp_path):
+    path = tmp_path / "replaced.bin"
+    path.write_bytes(b"first version")
+    digest = GrowingFileDigest(path)
+    digest.update()
+    replacement = tmp_path / "other.bin"
+    replacement.write_bytes(b"a second version, written elsewhere and renamed over the first")
+    replacement.replace(path)
+    assert digest.hexdigest(path) == file_sha256(path)
 
 
 def test_a_shard_from_another_checkpoint_is_refused_and_the_dump_is_replanned(tmp_path, tiny_bert):

@@ -203,8 +203,9 @@ def test_a_family_without_a_known_output_projection_is_refused_by_name(tmp_path,
                              num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
                 ).save_pretrained(albert)
     tokenizer.save_pretrained(albert)
-    with pytest.raises(AtlasError, match=r"model type 'albert': attention signal 'norm' needs each layer's attention "
-                                         r"output projection, which is known for model types bert, distilbert"):
+    with pytest.raises(AtlasError, match=r"model type 'albert': attention signal 'norm' acts inside each layer's "
+                                         r"attention, which this workflow knows for model types bert, camembert, .*"
+                                         r"Remove norm from attention.signals"):
         _dump(tmp_path, albert, pairs=False, signal="norm")
     _, _, out, summary, _ = _dump(tmp_path, albert, pairs=False, signal="rollout")  # rollout needs the weights only
     assert summary["signal"] == "rollout"

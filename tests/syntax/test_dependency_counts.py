@@ -11,6 +11,7 @@ from workflow_scripts.syntax.dependency_counts import (
     ALL,
     Memberships,
     ScoredSentence,
+    relation_memberships,
     score_sentence,
     score_sentences,
 )
@@ -90,3 +91,20 @@ def test_sentences_of_every_width_count_as_the_reference_does_in_groups_of_any_s
     scored = sum(1 for s in sentences for j, h in enumerate(s.heads)
                  if j in set(s.unit_word) and (h < 0 or h in set(s.unit_word)))
     assert counts.skipped == words - scored > 0
+
+
+def test_labels_met_on_several_threads_at_once_keep_their_own_rows():
+    # Windows are scored on two threads that share one Memberships: every label's id must point at its rows.
+    from concurrent.futures import ThreadPoolExecutor
+
+    labels = [f"rel{i}:sub{j}" for i in range(30) for j in range(3)]
+    vocabulary = {label: k for k, label in enumerate(["all", *labels, *(f"rel{i}:*" for i in range(30))])}
+    memberships = Memberships(vocabulary)
+    rng = np.random.default_rng(0)
+    draws = [list(rng.choice(labels, 40)) for _ in range(64)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(memberships.label_ids, draws))
+    rows = memberships.rows
+    for deprels, ids in zip(draws, results):
+        for deprel, label in zip(deprels, ids):
+            assert [r for r in rows[label] if r >= 0] == relation_memberships(deprel, vocabulary)

@@ -37,6 +37,7 @@ from ..core.errors import AtlasError, InputFormatError
 from ..core.io import read_csv, write_csv
 from ..core.labels import head_label
 from ..finetune.task_data import collate
+from ..models.families import family_of
 from ..syntax.dependency import DEP_TO_HEAD, EITHER, HEAD_TO_DEP, read_trees
 from ..syntax.probes.features import (
     GloveLookup,
@@ -187,7 +188,7 @@ class AblatedFeatures:
         self.row_of = {int(e): i for i, e in enumerate(table_ids)}
         self.words_of_tokens = token_words(token_table)
         self.first_special = first_special_tokens(token_table)
-        self.pad_id = model.config.pad_token_id or 0  # as extraction pads
+        self.pad_id = family_of(model.config.model_type).pad_id(model.config)  # as extraction pads
         self.uses_token_types = getattr(model.config, "type_vocab_size", 0) > 1
         lengths = np.array([len(self.input_ids[self.row_of[int(e)]]) for e in example_ids], dtype=np.int64)
         self.by_length = np.argsort(lengths, kind="stable")

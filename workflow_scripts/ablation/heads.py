@@ -33,6 +33,7 @@ from typing import Any
 
 from ..core.errors import AtlasError
 from ..models.checkpoints import load_checkpoint, read_manifest, weights_options
+from ..models.families import attention_of_layers
 
 ABLATION_IMPLEMENTATION = "atlas_head_ablation"
 MODES = ("zero", "uniform", "first", "mean")
@@ -92,17 +93,6 @@ def allowed_keys(attention_mask: Any | None, batch: int, queries: int, keys: int
     return mask > torch.finfo(mask.dtype).min / 2  # additive: 0 = may attend, the dtype's minimum = may not
 
 
-def attention_modules(model: Any) -> list[Any]:
-    """The encoder's self-attention modules in layer order (classes named ``*SelfAttention``)."""
-    found = [module for module in model.modules() if type(module).__name__.endswith("SelfAttention")]
-    layers = int(model.config.num_hidden_layers)
-    if len(found) != layers:
-        raise AtlasError(f"model type {model.config.model_type!r}: {len(found)} self-attention modules (classes "
-                         f"named *SelfAttention) for {layers} layers; head ablation supports BERT-family and "
-                         "RoBERTa encoders")
-    return found
-
-
 class HeadAblation:
     """Which heads of ``model`` are disabled, and how; usable as a context manager that detaches on exit.
 
@@ -122,7 +112,8 @@ class HeadAblation:
             raise AtlasError(f"the model was loaded with attn_implementation={implementation!r}; load it with "
                              "attn_implementation=workflow_scripts.ablation.heads.attn_implementation() (the "
                              "ablation acts inside that attention function)")
-        self.modules = attention_modules(model)
+        self.modules = [layer.attention for layer in attention_of_layers(
+            model, "head ablation", "Set ablation.tasks to [] in the config, or leave this model out of the study")]
         self.num_layers = len(self.modules)
         self.num_heads = int(model.config.num_attention_heads)
         for layer, module in enumerate(self.modules):

@@ -59,9 +59,16 @@ def tokens_to_words(attention: np.ndarray, token_unit: np.ndarray, n_units: int)
     the mean of its tokens' rows, so every row still sums to 1.
     """
     attention = float16_to_float32(attention)  # a dump's float16, widened as astype does, 5x faster
+    token_unit = np.asarray(token_unit)
+    if n_units == len(token_unit) and np.array_equal(np.sort(token_unit), np.arange(n_units)):
+        # One token per unit: the conversion only reorders, and a reordering gives the products' values exactly
+        # (each is one value times 1 plus zeros), without their cost.
+        order = np.argsort(token_unit)
+        return attention[..., order[:, None], order[None, :]]
     assignment = np.zeros((len(token_unit), n_units), dtype=np.float32)
     assignment[np.arange(len(token_unit)), token_unit] = 1.0
     counts = assignment.sum(axis=0)
     summed_columns = attention @ assignment  # (..., T, U)
     summed_rows = np.swapaxes(assignment, 0, 1) @ summed_columns  # (..., U, U)
-    return summed_rows / counts[:, None]
+    summed_rows /= counts[:, None]
+    return summed_rows

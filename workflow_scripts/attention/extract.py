@@ -30,9 +30,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
-from ..core.file_records import file_entry, file_sha256, write_sealed_json
+from ..core.file_records import GrowingFileDigest, file_entry, write_sealed_json
 from ..core.io import atomic_path, read_metadata
 from ..core.subjects import DEFAULT_SIGNAL
+from ..models.families import family_of
 from .shards import example_ids_digest, shard_bounds, shard_names, shard_record_path
 from .signals import SignalMaps, attention_layers, attn_implementation_for
 
@@ -49,7 +50,7 @@ DUMP_SCHEMA = pa.schema([
 # On CPU the attention weights are cast to float16 as they are copied into the column (layers_column); on a GPU,
 # and for the other signals, the cast is part of the forward pass's time.
 TIMINGS = ("forward pass", "signal computation", "float16 cast and copy into the column", "waiting for the writer",
-           "writer thread: encode, compress, write", "closing shards", "shard sha256")
+           "writer thread: encode, compress, write", "writer thread: sha256", "closing shards", "shard sha256")
 # Level 1: on real maps it stores 1.766 bytes per value against 1.756 at level 3, in 0.73x the time.
 ZSTD_LEVEL = 1
 # attention.compression (config) -> ParquetWriter arguments.
@@ -218,7 +219,7 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
     signal = signal or ex.signal
     signal_maps = ex.signal_maps if signal == ex.signal and ex.signal_maps else SignalMaps(model, signal)
     uses_token_types = getattr(model.config, "type_vocab_size", 0) > 1
-    pad_id = model.config.pad_token_id or 0
+    pad_id = family_of(model.config.model_type).pad_id(model.config)
     bounds = shard_bounds(len(ex.example_ids), n_shards)
     lo, hi = int(bounds[index]), int(bounds[index + 1])
     # Every shard carries the identity of the job that wrote it and its own place in the dump, so that a
@@ -236,10 +237,13 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
     # the writer thread's work overlaps the model's, so only "waiting for the writer" adds to the wall time.
     timings = dict.fromkeys(TIMINGS, 0.0)
 
-    def timed_write(writer: pq.ParquetWriter, record: pa.RecordBatch) -> None:
+    def timed_write(writer: pq.ParquetWriter, record: pa.RecordBatch, digest: GrowingFileDigest) -> None:
         began = time.perf_counter()
         writer.write_batch(record)
-        timings["writer thread: encode, compress, write"] += time.perf_counter() - began
+        written = time.perf_counter()
+        digest.update()  # the shard's sha256, of the bytes just written, while they are in the page cache
+        timings["writer thread: encode, compress, write"] += written - began
+        timings["writer thread: sha256"] += time.perf_counter() - written
 
     stored_ids: list[np.ndarray] = []
     with ExitStack() as stack:
@@ -251,6 +255,9 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
         # took half of the writer's time (the reader's get() skips row groups by their example_id range).
         writer = pq.ParquetWriter(tmp, schema, **CODECS[compression], use_dictionary=False, write_page_checksum=True,
                                   write_statistics=["example_id", "n_tokens"])
+        # Hashed as it is written, on the writer thread: reading the whole shard back once it is closed put
+        # the hash on the model's critical path.
+        digest = GrowingFileDigest(tmp)
         pending: list[Future] = []
         for batch in length_batches(ex.lengths[lo:hi], batch_size, max_batch_tokens):
             batch = batch + lo
@@ -282,7 +289,7 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
             # examples a shard holds, even when writing is slower than the model.
             while len(pending) >= 2:
                 pending.pop(0).result()
-            pending.append(writer_thread.submit(timed_write, writer, record))
+            pending.append(writer_thread.submit(timed_write, writer, record, digest))
             timings["forward pass"] += copied - began - signal_seconds
             timings["signal computation"] += signal_seconds
             timings["float16 cast and copy into the column"] += waiting - copied
@@ -294,12 +301,12 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
         stack.pop_all().close()  # rename the shard into place (and stop a writer thread of our own)
     timings["closing shards"] += time.perf_counter() - began
     began = time.perf_counter()
-    digest = file_sha256(destination)
+    sha256 = digest.hexdigest(destination)  # the bytes the writer thread has not hashed yet: the footer
     timings["shard sha256"] += time.perf_counter() - began
     lengths = ex.lengths[lo:hi]
     shard = {"file": name, "rows": hi - lo, "first_position": lo,
              "example_ids": [int(ex.example_ids[lo]), int(ex.example_ids[hi - 1])] if hi > lo else [],
-             "bytes": destination.stat().st_size, "sha256": digest,
+             "bytes": destination.stat().st_size, "sha256": sha256,
              "example_ids_sha256": example_ids_digest(np.concatenate(stored_ids) if stored_ids
                                                       else np.zeros(0, np.int64)),
              "run_id": run_id}

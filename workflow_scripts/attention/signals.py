@@ -36,22 +36,13 @@ from typing import Any
 
 from ..core.errors import AtlasError
 from ..core.subjects import DEFAULT_SIGNAL
+from ..models.families import attention_of_layers
 from .capture import attn_implementation, fused_attention_with_weights
 
 SIGNALS = (DEFAULT_SIGNAL, "norm", "rollout")
 # attention.implementation -> the attention function registered for ``norm``: the same weights, and the
 # value vectors recorded on their way in.
 RECORDING_VALUES = {"eager": "atlas_eager_recording_values", "fused": "atlas_fused_recording_values"}
-# Model types whose output projection norm knows where to find (base model -> per layer: the module that
-# calls the attention function, its output projection nn.Linear). MiniLM checkpoints are model type bert.
-NORM_FAMILIES = {
-    "bert": lambda base: [(layer.attention.self, layer.attention.output.dense) for layer in base.encoder.layer],
-    "roberta": lambda base: [(layer.attention.self, layer.attention.output.dense) for layer in base.encoder.layer],
-    "xlm-roberta": lambda base: [(layer.attention.self, layer.attention.output.dense)
-                                 for layer in base.encoder.layer],
-    "electra": lambda base: [(layer.attention.self, layer.attention.output.dense) for layer in base.encoder.layer],
-    "distilbert": lambda base: [(layer.attention, layer.attention.out_lin) for layer in base.transformer.layer],
-}
 # The value vectors of the forward pass under way, by attention module (None: nobody is recording).
 _RECORDED_VALUES: ContextVar[dict[Any, Any] | None] = ContextVar("atlas_recorded_values", default=None)
 
@@ -141,16 +132,12 @@ def norm_projections(model: Any) -> list[tuple[Any, Any]]:
     projection, float32 (heads, d, d)). Raises AtlasError for a family whose output projection is unknown."""
     import torch
 
-    model_type = model.config.model_type
-    if model_type not in NORM_FAMILIES:
-        raise AtlasError(f"model type {model_type!r}: attention signal 'norm' needs each layer's attention output "
-                         f"projection, which is known for model types {', '.join(sorted(NORM_FAMILIES))} (BERT, "
-                         "RoBERTa, XLM-R, ELECTRA, MiniLM, DistilBERT); remove norm from attention.signals in the "
-                         "config, or this model from the study")
+    layers = attention_of_layers(model, "attention signal 'norm'",
+                                 "Remove norm from attention.signals in the config, or this model from the study")
     heads = int(model.config.num_attention_heads)
     projections = []
     with torch.no_grad():
-        for module, output in NORM_FAMILIES[model_type](model.base_model):
+        for module, output in layers:
             weight = output.weight.float()  # (hidden, heads * d): input columns h*d..(h+1)*d are head h's
             per_head = weight.view(weight.shape[0], heads, -1)
             # ||v W_h^T||^2 = v (W_h^T W_h) v^T: a (d, d) matrix per head instead of a (T, hidden) product per head.

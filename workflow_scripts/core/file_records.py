@@ -31,6 +31,37 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
+class GrowingFileDigest:
+    """The sha256 of a file that is being written, caught up with the bytes written so far by :meth:`update`.
+
+    A writer calls ``update`` after each write (on its own thread, off the caller's critical path) and
+    ``hexdigest`` once the file is complete, instead of reading the whole file back after it is closed. The
+    file must only grow (Parquet's writer never seeks back); the bytes read are the ones on disk.
+    """
+
+    CHUNK = 1 << 22
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._handle = open(path, "rb")  # noqa: SIM115 - read as the file grows, closed by hexdigest()
+        self._sha256 = hashlib.sha256()
+
+    def update(self) -> None:
+        while chunk := self._handle.read(self.CHUNK):
+            self._sha256.update(chunk)
+
+    def hexdigest(self, final_path: str | os.PathLike[str]) -> str:
+        """The digest of the whole file, now at ``final_path`` (renamed into place): call it once, after the file
+        is closed. Should the file read not be the one at ``final_path`` (its writer replaced it rather than
+        writing to it), the file there is hashed whole."""
+        self.update()
+        with self._handle:
+            read = os.fstat(self._handle.fileno())
+            final = os.stat(final_path)
+            if (read.st_ino, read.st_dev, self._handle.tell()) != (final.st_ino, final.st_dev, final.st_size):
+                return file_sha256(final_path)
+        return self._sha256.hexdigest()
+
+
 def file_entry(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A file as it is now: ``bytes``, ``sha256`` and ``mtime_ns``."""
     stat = os.stat(path)

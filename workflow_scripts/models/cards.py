@@ -17,6 +17,7 @@ from typing import Any
 
 from ..core.errors import AtlasError, SourceUnavailableError
 from ..core.io import write_json
+from .families import family_of
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +47,6 @@ def model_location(name: str, entry: dict[str, Any]) -> str:
     return str(directory.resolve())
 
 
-# Model types whose position ids start after the padding index (RoBERTa's create_position_ids_from_input_ids):
-# they reserve pad_token_id + 1 rows of the position table, so 514 rows hold 512 tokens.
-PADDING_OFFSET_TYPES = frozenset({"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "roberta-prelayernorm",
-                                  "data2vec-text", "longformer", "ibert", "mpnet"})
 NO_TOKENIZER_LIMIT = 1_000_000  # tokenizers without a limit say 1e30 (transformers' VERY_LARGE_INTEGER)
 
 
@@ -63,7 +60,7 @@ def position_limit(model_config: dict[str, Any], tokenizer_max_length: Any = Non
     positions = model_config.get("max_position_embeddings")
     if isinstance(positions, int) and not isinstance(positions, bool) and positions > 0:
         model_type = model_config.get("model_type")
-        if model_type in PADDING_OFFSET_TYPES:
+        if family_of(model_type).reserves_padding_positions:  # RoBERTa's position ids start after pad_token_id
             pad = model_config.get("pad_token_id")
             reserved = (1 if pad is None else int(pad)) + 1
             limits.append((positions - reserved, f"max_position_embeddings {positions} minus the {reserved} "

@@ -47,7 +47,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..attention.partials import read_partials, write_partial
-from ..attention.reader import AttentionDump
+from ..attention.reader import AttentionDump, ExampleMaps, to_word_level
 from ..attention.shards import shard_group_files
 from ..attention.tokens import token_words
 from ..core.errors import AtlasError
@@ -55,6 +55,8 @@ from ..core.io import write_table
 from .dependency_counts import ALL, Memberships, ScoredSentence, SentenceCounts, score_sentences, window_is_full
 
 log = logging.getLogger(__name__)
+
+SCORING_THREADS = 2  # windows converted and scored at once
 
 DEP_TO_HEAD = "dependent_to_head"
 HEAD_TO_DEP = "head_to_dependent"
@@ -157,30 +159,34 @@ def score_tables(dump: AttentionDump, token_table: str | Path, annotation: str |
     if missing:
         raise AtlasError(f"{annotation}: no tree for {len(missing)} examples of {token_table} "
                          f"(e.g. {sorted(missing)[:5]}); rebuild the annotation table")
-    window: list[ScoredSentence] = []
-    window_ids: list[int] = []
+    window: list[ExampleMaps] = []
     scored: list[Future] = []
     sentences = 0
 
-    def score_window(window: list[ScoredSentence], ids: np.ndarray) -> tuple[np.ndarray, SentenceCounts]:
-        counts = score_sentences(window, vocabulary, offsets, memberships)
+    def score_window(window: list[ExampleMaps]) -> tuple[np.ndarray, SentenceCounts]:
+        """A window's sentences converted to word level and scored: (example id of each row, counts)."""
+        converted = []
+        for example in window:
+            eid = example.example_id
+            maps = to_word_level(example, words_of_tokens[eid], n_words[eid])
+            converted.append(ScoredSentence(maps.attention, maps.unit_word, trees[eid][2], trees[eid][3]))
+        counts = score_sentences(converted, vocabulary, offsets, memberships)
+        ids = np.fromiter((example.example_id for example in window), dtype=np.int64, count=len(window))
         return ids[counts.sentence], counts
 
-    # A window is scored on a thread while the next one is read and converted to word level: numpy's argmax and
-    # the word-level conversion's matrix products leave the GIL, so the two overlap on a second core.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dependency-scoring") as scorer:
-        for example in dump.iter_word_maps(words_of_tokens, n_words, shards=shards):
-            _, _, heads, deprels = trees[example.example_id]
-            window.append(ScoredSentence(example.attention, example.unit_word, heads, deprels))
-            window_ids.append(example.example_id)
+    # The main thread reads (and the reader reads ahead on a thread of its own); windows are converted to word
+    # level and scored on two threads: the matrix products and argmaxes leave the GIL, so both cores work.
+    with ThreadPoolExecutor(max_workers=SCORING_THREADS, thread_name_prefix="dependency-scoring") as scorers:
+        for example in dump.iter_examples(shards):
+            window.append(example)
             sentences += 1
             if window_is_full(window):
-                if len(scored) >= 2:  # at most one window waits: memory stays bounded
-                    scored[-2].result()
-                scored.append(scorer.submit(score_window, window, np.asarray(window_ids, dtype=np.int64)))
-                window, window_ids = [], []
+                if len(scored) >= SCORING_THREADS + 1:  # at most one window waits: memory stays bounded
+                    scored[-SCORING_THREADS - 1].result()
+                scored.append(scorers.submit(score_window, window))
+                window = []
         if window:
-            scored.append(scorer.submit(score_window, window, np.asarray(window_ids, dtype=np.int64)))
+            scored.append(scorers.submit(score_window, window))
         groups = [future.result() for future in scored]
     skipped = sum(counts.skipped for _, counts in groups)
     expected = len(dump) if shards is None else sum(int(dump.shard_entry(f)["rows"]) for f in shards)

@@ -15,7 +15,8 @@ tests/syntax/test_dependency_counts.py checks groups of every size against a loo
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Mapping, Sequence, Sized
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,19 +48,24 @@ class Memberships:
         self.vocabulary = vocabulary
         self.ids: dict[str, int] = {}
         self._rows: list[list[int]] = []
+        self._lock = threading.Lock()  # windows are scored on several threads
 
     def label_ids(self, deprels: Sequence[str]) -> np.ndarray:
         ids = self.ids
-        for deprel in deprels:
-            if deprel not in ids:
-                ids[deprel] = len(self._rows)
-                self._rows.append(relation_memberships(deprel, self.vocabulary))
+        if any(deprel not in ids for deprel in deprels):
+            with self._lock:
+                for deprel in deprels:
+                    if deprel not in ids:
+                        self._rows.append(relation_memberships(deprel, self.vocabulary))
+                        ids[deprel] = len(self._rows) - 1
         return np.fromiter((ids[d] for d in deprels), dtype=np.int64, count=len(deprels))
 
     @property
     def rows(self) -> np.ndarray:
-        table = np.full((max(len(self._rows), 1), 2), -1, dtype=np.int64)
-        for label, rows in enumerate(self._rows):
+        with self._lock:
+            known = list(self._rows)
+        table = np.full((max(len(known), 1), 2), -1, dtype=np.int64)
+        for label, rows in enumerate(known):
             table[label, :len(rows)] = rows
         return table
 
@@ -196,6 +202,6 @@ def score_sentence(maps: np.ndarray, unit_word: np.ndarray, heads: Sequence[int]
                            vocabulary, offsets, memberships)
 
 
-def window_is_full(sentences: Sequence[ScoredSentence]) -> bool:
+def window_is_full(sentences: Sized) -> bool:
     """Whether the sentences gathered for one :func:`score_sentences` call have reached WINDOW_SENTENCES."""
     return len(sentences) >= WINDOW_SENTENCES

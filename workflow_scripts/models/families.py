@@ -1,0 +1,95 @@
+"""Model families: what the workflow must know of an architecture, declared once per family.
+
+In the manner of TransformerLens's architecture adapters, each :class:`Family` says, for the transformers model
+types it covers:
+
+- where each layer's attention is (:attr:`Family.attention_layers`): the module that calls the attention function
+  and its output projection W_O. Head ablation (``ablation/heads.py``) disables a head inside the attention
+  function of those modules; the ``norm`` signal (``attention/signals.py``) records the value vectors (W_V's
+  output) as they pass through that function and multiplies them by W_O;
+- how inputs are padded (:meth:`Family.pad_id`; padding is on the right for every family so far);
+- whether position ids start after the padding index (:attr:`Family.reserves_padding_positions`, RoBERTa's
+  ``create_position_ids_from_input_ids``), which lowers the longest input the model accepts
+  (``models/cards.py``).
+
+A model type no family covers still runs every stage that needs none of this (extraction of the default signal,
+every analysis of the dumps); the stages that need it name the model types they know. A new architecture is
+a new entry of :data:`FAMILIES` (docs/models.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ..core.errors import AtlasError
+
+
+class AttentionLayer(NamedTuple):
+    """One layer's attention: the module that calls the attention function, and its output projection W_O."""
+
+    attention: Any
+    output_projection: Any
+
+
+def _encoder_layers(base: Any) -> list[AttentionLayer]:
+    """BERT's layout, shared by the families copied from it: ``encoder.layer[i].attention.{self, output.dense}``."""
+    return [AttentionLayer(layer.attention.self, layer.attention.output.dense) for layer in base.encoder.layer]
+
+
+def _distilbert_layers(base: Any) -> list[AttentionLayer]:
+    return [AttentionLayer(layer.attention, layer.attention.out_lin) for layer in base.transformer.layer]
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    model_types: frozenset[str]
+    # base model -> its layers' attention, in layer order; None: the workflow cannot act inside this family's
+    # attention (its modeling code does not call transformers' attention-function interface).
+    attention_layers: Callable[[Any], list[AttentionLayer]] | None
+    reserves_padding_positions: bool = False
+
+    def pad_id(self, config: Any) -> int:
+        """The token id that pads a batch's shorter inputs (right padding): the model's own, else 0."""
+        return int(config.pad_token_id) if getattr(config, "pad_token_id", None) is not None else 0
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family("bert", frozenset({"bert", "electra"}), _encoder_layers),
+    Family("roberta", frozenset({"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "roberta-prelayernorm",
+                                 "data2vec-text"}), _encoder_layers, reserves_padding_positions=True),
+    Family("distilbert", frozenset({"distilbert"}), _distilbert_layers),
+    # Position ids after the padding index, like RoBERTa, but attention code of their own.
+    Family("roberta-like, own attention", frozenset({"longformer", "ibert", "mpnet"}), None,
+           reserves_padding_positions=True),
+)
+GENERIC = Family("generic", frozenset(), None)  # any other model type: nothing known beyond transformers' config
+
+
+def family_of(model_type: str | None) -> Family:
+    """The family of a transformers model type (``config.model_type``); :data:`GENERIC` when none covers it."""
+    return next((family for family in FAMILIES if model_type in family.model_types), GENERIC)
+
+
+def attention_of_layers(model: Any, purpose: str, remedy: str) -> list[AttentionLayer]:
+    """Every layer's attention module and output projection of a loaded model, in layer order.
+
+    ``purpose`` names what needs them and ``remedy`` how a study does without, for the error a model of an
+    unknown family gets.
+    """
+    model_type = model.config.model_type
+    family = family_of(model_type)
+    if family.attention_layers is None:
+        known = sorted(t for f in FAMILIES if f.attention_layers is not None for t in f.model_types)
+        raise AtlasError(f"model type {model_type!r}: {purpose} acts inside each layer's attention, which this "
+                         f"workflow knows for model types {', '.join(known)}. {remedy}, or declare the model's "
+                         "architecture in workflow_scripts/models/families.py (docs/contributing.md)")
+    layers = family.attention_layers(model.base_model)
+    expected = int(model.config.num_hidden_layers)
+    if len(layers) != expected:
+        raise AtlasError(f"model type {model_type!r}: found {len(layers)} attention layers, the config says "
+                         f"{expected}; its family ({family.name}) in workflow_scripts/models/families.py no longer "
+                         "matches this version of transformers")
+    return layers
