@@ -6,7 +6,7 @@
 #   snakemake --report report.html
 # See docs/report.md.
 from workflow_scripts.report.registry import paper_value_files
-from workflow_scripts.study.stages import STAGES
+from workflow_scripts.core.stages import STAGES
 
 REPORT_CATEGORY = "Summary"
 REPORT_FIGURES = f"{STUDY.results}/figures/summary"

@@ -82,3 +82,13 @@ def test_grouped_holdout_with_one_item_per_group_is_a_stratified_split():
     test = grouped_holdout(classes, np.arange(60), 0.25, seed=0)
     assert [int(test[classes == k].sum()) for k in range(3)] == [5, 5, 5]
     assert not grouped_holdout(classes, np.arange(60), 0.0, seed=0).any()
+
+
+def test_plogp_and_entropy_take_0_log_0_as_0_and_keep_every_float16_value_its_own_log():
+    from workflow_scripts.core.stats import entropy, plogp
+
+    p = np.array([[0.0, 0.5, 0.5], [1.0, 0.0, 0.0]], dtype=np.float32)
+    np.testing.assert_allclose(entropy(p), [np.log(2), 0.0], rtol=1e-6)
+    assert plogp(p).dtype == np.float32 and plogp(np.float32(0.0)) == 0
+    smallest = np.float32(np.finfo(np.float16).smallest_subnormal)  # about 6e-8: its own log, not the floor's
+    assert plogp(smallest) == smallest * np.log(smallest)

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from workflow_scripts.core.errors import AtlasError
+from workflow_scripts.core.stages import STAGES
 from workflow_scripts.report.comparison import paper_comparison
 from workflow_scripts.report.registry import (
     comparisons,
@@ -26,7 +27,6 @@ from workflow_scripts.report.registry import (
     stage_reports,
 )
 from workflow_scripts.report.summary import summary_figure
-from workflow_scripts.study.stages import STAGES
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "tiny"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from workflow_scripts.study.stages import STAGES
+from workflow_scripts.core.stages import STAGES
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ import pytest
 from support.entries import TASKS
 from support.study_configs import MODEL, one_model, study_of
 from workflow_scripts.core.errors import ConfigError
-from workflow_scripts.study.stages import STAGES
+from workflow_scripts.core.stages import STAGES
 
 
 def test_default_study_plans_every_stage():

@@ -12,12 +12,12 @@ import pytest
 from support.mirror import write_tiny_study
 from support.resolved_config import resolve
 from workflow_scripts.core.io import write_table
+from workflow_scripts.core.stages import STAGES
 from workflow_scripts.study.build import build_study
 from workflow_scripts.study.config import resolve_config
 from workflow_scripts.study.plan import PASS_COUNTS, format_plan, forward_passes, make_plan, rule_stages, stage_of
 from workflow_scripts.study.plan_sizes import BYTES_PER_VALUE, model_shape, size_dump, split_size
 from workflow_scripts.study.plan_timing import Rates, duration
-from workflow_scripts.study.stages import STAGES
 
 
 def _model(folder: Path, architectures: list[str]) -> Path:

@@ -202,12 +202,13 @@ def test_parts_are_combined_and_figures_drawn(tmp_path):
 
 def test_plogp_lookup_of_float16_maps_equals_the_float32_computation():
     """The float16 fast path gives bit for bit what computing p log p in float32 gives."""
-    from workflow_scripts.surface.statistics import PLOGP_FLOAT16, TINY
+    from workflow_scripts.core.stats import PLOGP_FLOOR
+    from workflow_scripts.surface.statistics import PLOGP_FLOAT16
 
     values = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
     finite = np.isfinite(values)
     as32 = values[finite].astype(np.float32)
     with np.errstate(invalid="ignore"):
-        direct = as32 * np.log(np.maximum(as32, TINY))
+        direct = as32 * np.log(np.maximum(as32, PLOGP_FLOOR))
     np.testing.assert_array_equal(PLOGP_FLOAT16[finite], direct)
     assert PLOGP_FLOAT16[0] == 0.0  # 0 log 0 = 0

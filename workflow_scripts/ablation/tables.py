@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..core.errors import InputFormatError
-from ..core.io import read_csv, write_csv
+from ..core.io import stack_csv_parts, write_csv
 
 log = logging.getLogger(__name__)
 
@@ -29,17 +28,7 @@ FOUND_HEADS_COLUMNS = ["model", "source", "layer", "head", "head_label", "random
 def stack_parts(parts: Sequence[str | Path], output: str | Path, columns: Sequence[str],
                 sort_by: Sequence[str]) -> pd.DataFrame:
     """The parts one under the other (in ``sort_by`` order, stable), with ``columns`` in that order."""
-    frames = []
-    for path in parts:
-        frame = read_csv(path)
-        missing = [c for c in columns if c not in frame.columns]
-        if missing:
-            raise InputFormatError(path, None, f"columns {missing} are missing (an ablation part has {list(columns)})",
-                                   "delete the part and rerun snakemake to rebuild it")
-        frames.append(frame[list(columns)])
-    table = (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(columns)))
-    if len(table):
-        table = table.sort_values(list(sort_by), kind="stable").reset_index(drop=True)
+    table = stack_csv_parts(parts, output, sort_by=sort_by, columns=columns)
     write_csv(table, output)
     log.info("%d rows from %d part(s) written to %s", len(table), len(parts), output)
     return table

@@ -75,7 +75,7 @@ def is_script_exit(record: logging.LogRecord) -> bool:
 def stage_of_rules(workflow: Any) -> dict[str, str]:
     """Rule name -> stage: the stem of the ``rules/<stage>.smk`` that declares it; a rule of another file (the
     Snakefile's ``all``) stands for itself. In the order the workflow declares its rules: the Snakefile's
-    includes, stage by stage (``workflow_scripts/study/stages.py``)."""
+    includes, stage by stage (``workflow_scripts/core/stages.py``)."""
     stages = {}
     for rule in getattr(workflow, "rules", ()):
         path = Path(str(getattr(rule, "snakefile", "") or ""))

@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .errors import AtlasError
+from .errors import AtlasError, InputFormatError
 
 PARQUET_COMPRESSION = "zstd"
 
@@ -128,6 +128,34 @@ def read_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
 def write_csv(frame: pd.DataFrame, destination: str | os.PathLike[str]) -> None:
     with atomic_path(destination) as tmp:
         frame.to_csv(tmp, index=False)
+
+
+def stack_csv_parts(parts: Iterable[str | os.PathLike[str]], output: str | os.PathLike[str], *,
+                    sort_by: Sequence[str], columns: Sequence[str] | None = None,
+                    empty_columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """The CSV parts of one study table (one per job), one under the other, sorted (stable) by the ``sort_by``
+    columns they have. Nothing is written: the caller adds what its table needs and writes it to ``output``.
+
+    ``columns``: keep these, in this order; a part without one of them is refused by name. With no parts: an
+    empty table with ``empty_columns`` (or ``columns``) when given, else an error naming ``output``.
+    """
+    frames = []
+    for path in parts:
+        frame = read_csv(path)
+        if columns is not None:
+            missing = [c for c in columns if c not in frame.columns]
+            if missing:
+                raise InputFormatError(path, None, f"columns {missing} are missing (a part of {Path(output).name} "
+                                       f"has {list(columns)})", "delete the part and rerun snakemake to rebuild it")
+            frame = frame[list(columns)]
+        frames.append(frame)
+    empty = empty_columns if empty_columns is not None else columns
+    if not frames:
+        if empty is None:
+            raise AtlasError(f"{output}: no part tables to combine (the study analysed nothing for this table)")
+        return pd.DataFrame(columns=list(empty))
+    table = pd.concat(frames, ignore_index=True)
+    return table.sort_values([c for c in sort_by if c in table.columns], kind="stable").reset_index(drop=True)
 
 
 def write_json(obj: Any, destination: str | os.PathLike[str]) -> None:

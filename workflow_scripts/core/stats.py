@@ -18,6 +18,19 @@ from collections.abc import Sequence
 
 import numpy as np
 
+# The floor p log p takes its log at: 0 log 0 = 0, and every positive float16 value (6e-8 and up) keeps its own.
+PLOGP_FLOOR = np.float32(1e-30)
+
+
+def plogp(p: np.ndarray) -> np.ndarray:
+    """p log p elementwise, 0 log 0 = 0 (float32 stays float32)."""
+    return p * np.log(np.maximum(p, PLOGP_FLOOR))
+
+
+def entropy(p: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The entropy (nats) of the distributions along ``axis``, 0 log 0 = 0."""
+    return -plogp(p).sum(axis)
+
 
 def ratio_bootstrap_ci(numerators: np.ndarray, denominators: np.ndarray, *, resamples: int, seed: int,
                        level: float = 0.95) -> tuple[float, float, float]:

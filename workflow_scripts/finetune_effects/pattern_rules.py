@@ -41,11 +41,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
+from ..core.stats import entropy
 
 CLASSES = ("Vertical", "Diagonal", "Vertical+Diagonal", "Block", "Heterogeneous")
 VERTICAL, DIAGONAL, VERTICAL_DIAGONAL, BLOCK, HETEROGENEOUS = range(len(CLASSES))
 FEATURES = ("vertical", "diagonal", "structured", "block", "entropy")
-TINY = np.float32(1e-12)
+TINY = np.float32(1e-12)  # a share's denominator is at least this
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ def map_features(attention: np.ndarray, special: np.ndarray, segment: np.ndarray
         "vertical": a[..., special].sum(-1).mean(-1) if special.any() else np.zeros(a.shape[:-2], np.float32),
         "diagonal": (a * neighbour).sum(-1).mean(-1),
         "structured": (a * structured_mask).sum(-1).mean(-1),
-        "entropy": -(a * np.log(np.maximum(a, TINY))).sum(-1).mean(-1),
+        "entropy": entropy(a).mean(-1),
     }
     features["block"] = block_feature(a, special, segment)
     return features

@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
-from ..core.io import read_csv, read_metadata, write_csv, write_table
+from ..core.io import read_metadata, stack_csv_parts, write_csv, write_table
 from .pattern_rules import CLASSES, FEATURES, Thresholds, map_features, rule_labels, token_roles
 
 log = logging.getLogger(__name__)
@@ -143,16 +143,13 @@ def combine_parts(parts: list[str | Path], output: str | Path, sort: list[str],
 
     With no parts: an empty table with ``empty_columns`` when given (e.g. no fine-tuned checkpoint), else an error.
     """
-    frames = [read_csv(path) for path in parts]
-    if not frames and empty_columns is None:
-        raise AtlasError(f"{output}: no part tables to combine")
-    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=empty_columns)
+    frame = stack_csv_parts(parts, output, sort_by=sort, empty_columns=empty_columns)
     if "task" in frame.columns:
         frame["note"] = np.where(frame["task"].isin(list(pretrained_only)),
                                  "pretrained only: the study fine-tunes no model on this task", "")
-    frame = integer_columns(frame.sort_values([c for c in sort if c in frame.columns], kind="stable"))
-    write_csv(frame.reset_index(drop=True), output)
-    return frame.reset_index(drop=True)
+    frame = integer_columns(frame)
+    write_csv(frame, output)
+    return frame
 
 
 def integer_columns(frame: pd.DataFrame, columns: tuple[str, ...] = ("seed", "global_step")) -> pd.DataFrame:

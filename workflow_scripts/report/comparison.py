@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.io import write_csv
-from ..study.stages import STAGES
+from ..core.stages import STAGES
 from .formatting import finite, missing_row
 from .items import PaperItem, StudyContext, StudyTables
 from .paper_values import read_paper_items

@@ -2,7 +2,7 @@
 
 A stage that publishes tables, paper comparisons or summary panels declares them in its own
 ``workflow_scripts/<stage>/report.py`` as one module-level :class:`StageReport` named ``REPORT``;
-:mod:`workflow_scripts.report.registry` finds it through ``study.stages.STAGES``. Nothing in the
+:mod:`workflow_scripts.report.registry` finds it through ``core.stages.STAGES``. Nothing in the
 report package names an analysis: adding one means writing its ``report.py`` (and its published
 numbers, ``report/paper_values/<stage>.csv``), never editing the report. See docs/report.md.
 

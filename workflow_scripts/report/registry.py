@@ -1,6 +1,6 @@
 """Where the report finds what each stage publishes: ``workflow_scripts/<stage>/report.py``.
 
-Every stage of ``study.stages.STAGES`` may have a ``report`` module declaring ``REPORT``, a
+Every stage of ``core.stages.STAGES`` may have a ``report`` module declaring ``REPORT``, a
 :class:`.items.StageReport`: the study tables the report reads from it, its paper comparisons, its
 summary panels and the file of its published numbers. The report imports those modules by the stage
 names it is given, never by a name written here, so that adding an analysis means adding its stage's
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..core.errors import AtlasError
-from ..study.stages import STAGES
+from ..core.stages import STAGES
 from .items import PaperComparison, StageReport, SummaryPanel
 
 PACKAGE = "workflow_scripts"
@@ -46,7 +46,7 @@ def _stage_package(stage: str) -> str:
         found = None
     if found is None:
         raise AtlasError(f"stage {stage!r} is neither a package {inside} nor a top-level package {stage} "
-                         "(study.stages.STAGES names the stages)")
+                         "(core.stages.STAGES names the stages)")
     return stage
 
 

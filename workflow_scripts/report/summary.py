@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ..core.figures import save_figure
-from ..study.stages import STAGES
+from ..core.stages import STAGES
 from .formatting import input_protocol, input_text, model_shape
 from .items import StudyContext, StudyTables, SummaryPanel
 from .paper_values import read_paper_items

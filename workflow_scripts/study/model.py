@@ -19,6 +19,7 @@ from typing import Any
 
 from ..attention.shards import shard_groups, shard_stem
 from ..core.errors import ConfigError
+from ..core.stages import STAGES
 from ..core.subjects import base_model, split_subject, subject_name
 from ..data.corpora import WINDOW_SUFFIX, Corpora
 from ..data.entries import TaskSpec
@@ -27,7 +28,6 @@ from .annotation import annotation_settings, caption_text, describe_annotators
 from .config import selected_corpora, selected_splits
 from .path_names import path_name_problems
 from .paths import ResultPaths
-from .stages import STAGES
 
 SURFACE_TABLES = ("surface_heads", "sep_gradient", "head_clusters", "attention_distance")
 SURFACE_FIGURES = ("special_tokens", "positional", "entropy", "sep_gradient", "head_clusters")

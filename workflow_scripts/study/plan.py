@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import AtlasError, ConfigError
+from ..core.stages import STAGES
 from ..core.subjects import base_model
 from ..models.checkpoints import parse_checkpoint_name
 from .build import build_study
@@ -35,7 +36,6 @@ from .config import resolve_config
 from .model import Study
 from .plan_sizes import BYTES_PER_VALUE, DumpSize, ModelShape, model_shape, size_dump, split_size
 from .plan_timing import Rates, duration, estimate, parse_rates, time_models
-from .stages import STAGES
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..core.stages import STAGES
 from ..report.registry import report_tables
-from .stages import STAGES
 
 if TYPE_CHECKING:
     from .model import Study

@@ -28,18 +28,18 @@ import pandas as pd
 
 from ..core.errors import AtlasError
 from ..core.io import write_csv
+from ..core.stats import PLOGP_FLOOR, entropy
 
 log = logging.getLogger(__name__)
 
 BEHAVIOURS = ("cls", "sep", "punct", "next", "prev", "self", "broad", "other")
 DISTANCES = ("js_divergence", "js_distance")
-TINY = np.float32(1e-30)
 BLOCK_ELEMENTS = 1 << 18  # float32 values per buffer (1 MiB: stays in cache)
 
 
 def _neg_plogp_sum(p: np.ndarray) -> np.ndarray:
     """Entropy over the last axis (nats), 0 log 0 = 0."""
-    return -(p * np.log(np.maximum(p, TINY))).sum(-1)
+    return entropy(p)
 
 
 def pairwise_js(rows: np.ndarray, block_elements: int = BLOCK_ELEMENTS) -> np.ndarray:
@@ -69,7 +69,7 @@ def pairwise_js(rows: np.ndarray, block_elements: int = BLOCK_ELEMENTS) -> np.nd
             logs = log_buffer[:size].reshape(mixture.shape)
             np.add(rows[i0:i1, None], rows[None, j0:j1], out=mixture)
             mixture *= 0.5
-            np.maximum(mixture, TINY, out=logs)
+            np.maximum(mixture, PLOGP_FLOOR, out=logs)  # plogp, in the buffers
             np.log(logs, out=logs)
             mixture *= logs  # m log m, 0 where m = 0
             js = -mixture.sum(-1) - 0.5 * (own[i0:i1, None] + own[None, j0:j1])  # (i, j, T)

@@ -36,8 +36,8 @@ from ..attention.partials import read_partials, write_partial
 from ..attention.reader import AttentionDump
 from ..attention.shards import shard_group_files
 from ..core.errors import AtlasError
-from ..core.io import read_csv, read_metadata, write_csv
-from ..core.stats import ratio_bootstrap_ci
+from ..core.io import read_metadata, stack_csv_parts, write_csv
+from ..core.stats import plogp, ratio_bootstrap_ci
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,6 @@ SHARES = ("prev", "self", "next", "cls", "sep", "period", "comma")
 # Every per-head statistic, in output order.
 STATISTICS = (*SHARES, "entropy", "cls_entropy")
 WORD_MARKERS = ("Ġ", "▁", "##")
-TINY = np.float32(1e-30)
 
 
 def _plogp_of_every_float16() -> np.ndarray:
@@ -57,7 +56,7 @@ def _plogp_of_every_float16() -> np.ndarray:
     """
     values = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32)
     with np.errstate(invalid="ignore", over="ignore"):  # NaN and inf patterns never occur in maps
-        return values * np.log(np.maximum(values, TINY))
+        return plogp(values)
 
 
 PLOGP_FLOAT16 = _plogp_of_every_float16()
@@ -140,7 +139,7 @@ def _plogp_sums(attention: np.ndarray) -> np.ndarray:
     """sum over rows and columns of p log p for every head: (L, H), float32 sums."""
     if attention.dtype != np.float16:
         maps = attention.astype(np.float32, copy=False)
-        return (maps * np.log(np.maximum(maps, TINY))).sum(axis=(2, 3))  # 0 log 0 = 0
+        return plogp(maps).sum(axis=(2, 3))
     # The stored maps: p log p looked up by bit pattern (bit for bit the float32 values), one layer at a
     # time into a buffer that stays in cache; neither the maps nor p log p are converted whole.
     bits = np.ascontiguousarray(attention).view(np.uint16)
@@ -341,9 +340,6 @@ def separator_token_id(checkpoint_manifest: str | Path, offline: bool, token_tab
 
 def concat_parts(parts: Iterable[str | Path], output: str | Path, sort: list[str]) -> pd.DataFrame:
     """Concatenate per-checkpoint CSV parts into one study table."""
-    frames = [read_csv(path) for path in parts]
-    if not frames:
-        raise AtlasError(f"{output}: no part tables to combine (no model and checkpoint was analysed)")
-    frame = pd.concat(frames, ignore_index=True).sort_values(sort, kind="stable").reset_index(drop=True)
+    frame = stack_csv_parts(parts, output, sort_by=sort)
     write_csv(frame, output)
     return frame
