@@ -76,14 +76,10 @@ def measure(mode: str, dump: str, tokens: str, annotation: str, limit: int | Non
     sys.path.insert(0, str(REPO))
     import numpy as np
 
+    from workflow_scripts.attention.annotate import read_trees
     from workflow_scripts.attention.reader import AttentionDump
     from workflow_scripts.attention.tokens import token_words
-    from workflow_scripts.syntax.dependency import (
-        offsets_for,
-        read_trees,
-        relation_vocabulary,
-        score_dependency_heads,
-    )
+    from workflow_scripts.syntax.dependency import offsets_for, relation_vocabulary, score_dependency_heads
     from workflow_scripts.syntax.dependency_counts import score_sentence
 
     reader = AttentionDump(dump)
@@ -139,6 +135,7 @@ def phases(reader, tokens: str, annotation: str) -> dict[str, float]:
     """Seconds of each phase of score_tables, timed around the same calls it makes (its setup included)."""
     import numpy as np
 
+    from workflow_scripts.attention.annotate import read_trees
     from workflow_scripts.attention.reader import to_word_level
     from workflow_scripts.attention.tokens import token_words
     from workflow_scripts.syntax import dependency, dependency_counts
@@ -146,7 +143,7 @@ def phases(reader, tokens: str, annotation: str) -> dict[str, float]:
     clock = {"read trees and token table": 0.0, "read and decode shards": 0.0, "word-level conversion": 0.0,
              "predictions and counts": 0.0, "table: stack, sort, write": 0.0}
     began = time.perf_counter()
-    trees = dependency.read_trees(annotation)
+    trees = read_trees(annotation)
     words = token_words(tokens)
     vocabulary = {r: i for i, r in enumerate(dependency.relation_vocabulary(t[3] for t in trees.values()))}
     memberships, offsets = dependency_counts.Memberships(vocabulary), dependency.offsets_for(5)

@@ -133,7 +133,7 @@ def probe_inputs(tiny_bert, tmp_path):
     from workflow_scripts.attention.extract import extract_attention
     from workflow_scripts.attention.texts import TEXT
     from workflow_scripts.attention.tokens import build_token_table
-    from workflow_scripts.syntax.probes.features import build_probe_features
+    from workflow_scripts.probing.features import build_probe_features
 
     manifest = write_manifest(tmp_path / "pretrained", tiny_bert)
     tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
@@ -155,10 +155,11 @@ def probe_inputs(tiny_bert, tmp_path):
 
 def test_unablated_features_and_uas_reproduce_the_probe_stage(probe_inputs, tmp_path):
     from workflow_scripts.ablation.heads import HeadAblation, load_ablatable
+    from workflow_scripts.attention.annotate import read_trees
     from workflow_scripts.core.io import read_metadata
-    from workflow_scripts.syntax.dependency import read_trees
-    from workflow_scripts.syntax.probes.features import GloveLookup, ProbeFeatures, probe_sentences
-    from workflow_scripts.syntax.probes.training import FeatureSource, run_attention_probe
+    from workflow_scripts.probing.features import GloveLookup, ProbeFeatures, probe_sentences
+    from workflow_scripts.probing.model import FeatureSource
+    from workflow_scripts.syntax.probes.training import run_attention_probe
 
     p = probe_inputs
     run_attention_probe("attn", p["train_maps"], p["train_index"], p["dev_maps"], p["dev_index"],

@@ -112,6 +112,55 @@ def test_workflow_scripts_has_no_import_cycle():
     assert not cycles, "import cycles in workflow_scripts:\n" + "\n".join("  " + " -> ".join(c) for c in cycles)
 
 
+# --- which way imports run (docs/contributing.md) ------------------------------------------------------
+
+ANALYSIS_STAGES = ("surface", "syntax", "finetune_effects", "ablation")
+# Packages held to a list of what they may import (besides themselves).
+MAY_IMPORT = {"core": set(), "data": {"core"}, "probing": {"core", "attention"}, "report": {"core"}}
+
+
+def _package(module: str) -> str:
+    """The top-level package of a module of workflow_scripts ("workflow_scripts.syntax.probes.mst" -> "syntax")."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """"a -> b (why)" for every import that runs the wrong way: out of a package's list (MAY_IMPORT), from one
+    analysis stage to another, or into study/ from anywhere but the entry points."""
+    wrong = []
+    for module, targets in sorted(graph.items()):
+        package = _package(module)
+        for target in sorted(targets):
+            other = _package(target)
+            if other == package:
+                continue
+            if package in MAY_IMPORT and other not in MAY_IMPORT[package]:
+                wrong.append(f"{module} -> {target} ({package}/ imports only {sorted(MAY_IMPORT[package])})")
+            if package in ANALYSIS_STAGES and other in ANALYSIS_STAGES:
+                wrong.append(f"{module} -> {target} (an analysis stage imports another)")
+            if other == "study" and package != "entrypoints":
+                wrong.append(f"{module} -> {target} (only the entry points import study/)")
+    return wrong
+
+
+def test_imports_run_from_higher_layers_to_lower_ones_only():
+    wrong = layer_violations(import_graph(PACKAGE))
+    assert not wrong, "imports that run the wrong way (docs/contributing.md):\n" + "\n".join(f"  {w}" for w in wrong)
+
+
+def test_the_layer_check_finds_each_kind_of_wrong_import():
+    graph = {"pkg.core.io": {"pkg.data.ud"}, "pkg.report.summary": {"pkg.study.stages", "pkg.core.io"},
+             "pkg.ablation.found": {"pkg.syntax.dependency", "pkg.probing.model"},
+             "pkg.probing.model": {"pkg.attention.reader"}, "pkg.entrypoints.syntax": {"pkg.study.plan"}}
+    assert layer_violations(graph) == [
+        "pkg.ablation.found -> pkg.syntax.dependency (an analysis stage imports another)",
+        "pkg.core.io -> pkg.data.ud (core/ imports only [])",
+        "pkg.report.summary -> pkg.study.stages (report/ imports only ['core'])",
+        "pkg.report.summary -> pkg.study.stages (only the entry points import study/)",
+    ]
+
+
 # --- the cycle finder on a package written here ------------------------------------------------------
 
 

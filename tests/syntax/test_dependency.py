@@ -17,11 +17,9 @@ from support.dumps import write_annotation, write_single_shard_dump, write_word_
 from support.maps import token_maps
 from workflow_scripts.core.errors import AtlasError
 from workflow_scripts.core.io import write_table
+from workflow_scripts.core.labels import DEP_TO_HEAD, EITHER, HEAD_TO_DEP
 from workflow_scripts.syntax.dependency import (
     ALL,
-    DEP_TO_HEAD,
-    EITHER,
-    HEAD_TO_DEP,
     offsets_for,
     predicted_words,
     relation_vocabulary,

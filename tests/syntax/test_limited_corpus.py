@@ -20,11 +20,11 @@ from support.maps import token_maps
 from workflow_scripts.core.errors import AtlasError
 from workflow_scripts.core.io import read_metadata
 from workflow_scripts.data.windows import WINDOW_MENTION_SCHEMA
+from workflow_scripts.probing.features import ProbeFeatures, build_probe_features
 from workflow_scripts.syntax import figures
 from workflow_scripts.syntax.coreference import score_coreference_heads
 from workflow_scripts.syntax.dependency import ALL, score_dependency_heads
 from workflow_scripts.syntax.dependency_selection import summarise_dependency
-from workflow_scripts.syntax.probes.features import ProbeFeatures, build_probe_features
 
 HELD = 4  # attention.max_examples: the dump and token table keep examples 0..3 of 8
 RELATIONS = [ALL, "det", "case"]

@@ -11,8 +11,8 @@ import torch
 from support.dumps import write_annotation, write_single_shard_dump, write_word_index_tokens
 from support.maps import token_maps
 from workflow_scripts.data.glove import vectors_table
-from workflow_scripts.syntax.probes import training as probes
-from workflow_scripts.syntax.probes.features import (
+from workflow_scripts.probing import model as probes
+from workflow_scripts.probing.features import (
     GloveLookup,
     ProbeFeatures,
     ProbeSentence,
@@ -23,14 +23,9 @@ from workflow_scripts.syntax.probes.features import (
     pair_features,
     probe_sentences,
 )
+from workflow_scripts.probing.model import FeatureSource, make_probe, right_branching, train_probe
 from workflow_scripts.syntax.probes.mst import maximum_spanning_tree, mst_sentence
-from workflow_scripts.syntax.probes.training import (
-    FeatureSource,
-    make_probe,
-    right_branching,
-    run_attention_probe,
-    train_probe,
-)
+from workflow_scripts.syntax.probes.training import run_attention_probe
 
 
 def test_extended_indices_put_root_first_and_word_w_at_w_plus_one():

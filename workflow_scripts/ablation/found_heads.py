@@ -29,17 +29,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..attention.annotate import read_trees
 from ..attention.extract import read_examples
 from ..attention.reader import ExampleMaps, to_word_level
 from ..attention.signals import forward_attentions
 from ..attention.tokens import token_words
 from ..core.errors import AtlasError, InputFormatError
 from ..core.io import read_csv, write_csv
-from ..core.labels import head_label
+from ..core.labels import DEP_TO_HEAD, EITHER, HEAD_TO_DEP, head_label
 from ..finetune.task_data import collate
 from ..models.families import family_of
-from ..syntax.dependency import DEP_TO_HEAD, EITHER, HEAD_TO_DEP, read_trees
-from ..syntax.probes.features import (
+from ..probing.features import (
     GloveLookup,
     ProbeFeatures,
     extended_units,
@@ -48,7 +48,7 @@ from ..syntax.probes.features import (
     sentence_features,
     word_has_unit,
 )
-from ..syntax.probes.training import FeatureSource, evaluate, fit_probe, sentence_batches
+from ..probing.model import FeatureSource, evaluate, fit_probe, sentence_batches
 from .disabling import TaskScorer, check_modes
 from .heads import HeadAblation, load_ablatable
 from .tables import FOUND_HEADS_COLUMNS

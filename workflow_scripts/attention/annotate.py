@@ -161,3 +161,17 @@ def build_annotation(corpus: str, data_path: str | Path, output: str | Path, *, 
     log.info("%s: %d examples, %d words, annotator %s %s", corpus, table.num_rows, n_words, name, models)
     write_table(table, output, {"corpus": corpus, "annotator": name, "annotator_models": models,
                                 "pretokenized": pretokenized, "n_words": n_words})
+
+
+def read_trees(annotation_path: str | Path, example_ids: list[int] | None = None
+               ) -> dict[int, tuple[list[str], list[str], list[int], list[str]]]:
+    """example_id -> (words, upos, head, deprel) of a gold annotation table (of ``example_ids`` only)."""
+    filters = None if example_ids is None else [("example_id", "in", example_ids)]
+    table = pq.read_table(annotation_path, columns=["example_id", "words", "upos", "head", "deprel"], filters=filters)
+    trees = {}
+    for eid, words, upos, head, deprel in zip(*(table[c].to_pylist() for c in table.column_names)):
+        if head is None or deprel is None:
+            raise AtlasError(f"{annotation_path}: example {eid} has no dependency tree; the syntax analyses "
+                             "need gold trees (ewt, gum)")
+        trees[int(eid)] = (words, upos, head, deprel)
+    return trees

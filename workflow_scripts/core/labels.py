@@ -1,6 +1,15 @@
-"""Labels of heads as the papers print them, importable by jobs that draw nothing (no matplotlib)."""
+"""Labels shared by the study's tables: heads as the papers print them, and the directions a head is scored in
+as a dependency parser (dependency_best.csv's ``direction``, read by the syntax stage and the found-heads check).
+Importable by jobs that draw nothing (no matplotlib)."""
 
 from __future__ import annotations
+
+# A head predicts, for each word, the word it attends to most (dependent -> head), or the word that attends to it
+# most (head -> dependent); `either` is the better of the two per relation.
+DEP_TO_HEAD = "dependent_to_head"
+HEAD_TO_DEP = "head_to_dependent"
+EITHER = "either"
+DIRECTIONS = (DEP_TO_HEAD, HEAD_TO_DEP)
 
 
 def head_label(layer: int, head: int) -> str:

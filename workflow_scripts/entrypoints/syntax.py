@@ -65,7 +65,7 @@ def coreference_tables(smk: Any) -> None:
 def probe_features(smk: Any) -> None:
     from pathlib import Path
 
-    from ..syntax.probes.features import build_probe_features
+    from ..probing.features import build_probe_features
 
     build_probe_features(Path(smk.input.dump).parent, smk.input.tokens, smk.input.annotation, smk.output.maps,
                          smk.output.index, max_sentences=smk.params.max_sentences, seed=smk.params.seed)

@@ -46,6 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..attention.annotate import read_trees
 from ..attention.partials import read_partials, write_partial
 from ..attention.reader import AttentionDump, ExampleMaps, to_word_level
 from ..attention.shards import shard_group_files
@@ -58,10 +59,6 @@ log = logging.getLogger(__name__)
 
 SCORING_THREADS = 2  # windows converted and scored at once
 
-DEP_TO_HEAD = "dependent_to_head"
-HEAD_TO_DEP = "head_to_dependent"
-EITHER = "either"
-DIRECTIONS = (DEP_TO_HEAD, HEAD_TO_DEP)
 
 # [C]'s Stanford Dependencies labels for the UD relations that replace them (METHODS 7.3).
 PAPER_LABELS = {
@@ -115,20 +112,6 @@ def predicted_words(maps: np.ndarray, unit_word: np.ndarray, *, transpose: bool 
         return words, np.full(sub.shape[:-1], -1, dtype=np.int64)
     sub[..., np.arange(n), np.arange(n)] = -np.inf
     return words, words[sub.argmax(axis=-1)]
-
-
-def read_trees(annotation_path: str | Path, example_ids: list[int] | None = None
-               ) -> dict[int, tuple[list[str], list[str], list[int], list[str]]]:
-    """example_id -> (words, upos, head, deprel) of a gold annotation table (of ``example_ids`` only)."""
-    filters = None if example_ids is None else [("example_id", "in", example_ids)]
-    table = pq.read_table(annotation_path, columns=["example_id", "words", "upos", "head", "deprel"], filters=filters)
-    trees = {}
-    for eid, words, upos, head, deprel in zip(*(table[c].to_pylist() for c in table.column_names)):
-        if head is None or deprel is None:
-            raise AtlasError(f"{annotation_path}: example {eid} has no dependency tree; the syntax analyses "
-                             "need gold trees (ewt, gum)")
-        trees[int(eid)] = (words, upos, head, deprel)
-    return trees
 
 
 def _fixed_list(values: np.ndarray) -> pa.Array:

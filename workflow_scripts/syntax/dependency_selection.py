@@ -22,8 +22,9 @@ import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
 from ..core.io import read_metadata, write_csv
+from ..core.labels import DEP_TO_HEAD, DIRECTIONS, EITHER, HEAD_TO_DEP
 from ..core.stats import paired_bootstrap_test, ratio_bootstrap_ci
-from .dependency import ALL, DEP_TO_HEAD, DIRECTIONS, EITHER, HEAD_TO_DEP, paper_label
+from .dependency import ALL, paper_label
 
 log = logging.getLogger(__name__)
 

@@ -18,12 +18,13 @@ import pandas as pd
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..attention.annotate import read_trees
 from ..attention.reader import AttentionDump, to_word_level
 from ..attention.tokens import token_words
 from ..core.errors import AtlasError
 from ..core.figures import literal_text, save_figure
-from ..core.labels import head_label
-from .dependency import ALL, DEP_TO_HEAD, EITHER, HEAD_TO_DEP, read_trees
+from ..core.labels import DEP_TO_HEAD, EITHER, HEAD_TO_DEP, head_label
+from .dependency import ALL
 
 log = logging.getLogger(__name__)
 

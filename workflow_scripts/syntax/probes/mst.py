@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ...attention.annotate import read_trees
 from ...core.errors import AtlasError
-from ..dependency import read_trees
-from .features import ProbeFeatures
+from ...probing.features import ProbeFeatures
 from .tables import write_scores
 
 
@@ -76,7 +76,8 @@ def mst_uuas(features: ProbeFeatures, trees: Mapping[int, tuple], layer: int, he
 
 def best_all_head(dependency_scores: str | Path) -> tuple[int, int, float]:
     """(layer, head, accuracy) of the head best at the `all` relation (dependent -> head) on a score part."""
-    from ..dependency import ALL, DEP_TO_HEAD
+    from ...core.labels import DEP_TO_HEAD
+    from ..dependency import ALL
     from ..dependency_selection import SplitCounts
 
     counts = SplitCounts.read(dependency_scores)

@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from ...attention.reader import AttentionDump, to_word_level
-from ...attention.tokens import token_words
-from ...core.errors import AtlasError
-from ...core.io import atomic_path
-from ..dependency import read_trees
+from ..attention.annotate import read_trees
+from ..attention.reader import AttentionDump, to_word_level
+from ..attention.tokens import token_words
+from ..core.errors import AtlasError
+from ..core.io import atomic_path
 
 log = logging.getLogger(__name__)
 
