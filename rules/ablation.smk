@@ -1,3 +1,4 @@
+# Each rule runs the function registered as @entry_point("<rule name>") in workflow_scripts/entrypoints/ablation.py.
 # Causal head checks (docs/ablation.md): heads disabled through transformers' attention-function
 # interface. Which runs and models are ablated is the study model's (STUDY.disabling_runs,
 # STUDY.found_heads_models; workflow_scripts/study/ablation_plan.py).

@@ -1,3 +1,4 @@
+# Each rule runs the function registered as @entry_point("<rule name>") in workflow_scripts/entrypoints/attention.py.
 # Attention stage (METHODS 4-6): word annotation, token tables aligned to words, attention dumps.
 from workflow_scripts.attention.shards import RECORD_DIR
 from workflow_scripts.core.subjects import split_subject

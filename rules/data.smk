@@ -1,3 +1,4 @@
+# Each rule runs the function registered as @entry_point("<rule name>") in workflow_scripts/entrypoints/data.py.
 # Data stage (METHODS 2, 6): one rule per kind of source, one normalised Parquet table per corpus and split.
 # Corpora are config entries (treebanks:, tasks:; docs/corpora.md); each rule is constrained to the
 # entries it reads. A rule takes its local files as input (the mirror's, or a local entry's own), so

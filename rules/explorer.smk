@@ -1,3 +1,4 @@
+# Each rule runs the function registered as @entry_point("<rule name>") in workflow_scripts/entrypoints/explorer.py.
 # The head explorer: one self-contained HTML page per model (no server, no external URL; it opens from a file
 # and inside `snakemake --report`), built from the study's per-head tables, the pattern features of each
 # analysed task and the maps of a few example inputs before and after fine-tuning. What a page reads is the

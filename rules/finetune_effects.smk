@@ -1,3 +1,4 @@
+# Each rule runs the function registered as @entry_point("<rule name>") in workflow_scripts/entrypoints/finetune_effects.py.
 # Fine-tuning effects (METHODS 8, 9, 10): attention pattern classes of [K] (rule labeller and CNN), the change
 # of every head after fine-tuning [K], and the lexical categories of the most-attended words [L], for the
 # pretrained checkpoint and every fine-tuned one (intermediate steps too with 'trajectory: true') on each

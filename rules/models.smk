@@ -1,3 +1,4 @@
+# Each rule runs the function registered as @entry_point("<rule name>") in workflow_scripts/entrypoints/models.py.
 # Models (METHODS 1, 3): resolve every selected model (hub id, local path or package folder), record what it
 # is, and make its pretrained and random-init checkpoints.
 

@@ -1,3 +1,4 @@
+# Each rule runs the function registered as @entry_point("<rule name>") in workflow_scripts/entrypoints/report.py.
 # The report stage: the study beside the published numbers of [C], [K] and [L], and one summary page per model.
 # paper_comparison reads the published numbers each stage declares (report/paper_values/<stage>.csv) and every
 # study table the stages' report declarations name that this config produces; a table the config does not

@@ -1,3 +1,4 @@
+# Each rule runs the function registered as @entry_point("<rule name>") in workflow_scripts/entrypoints/surface.py.
 # Surface, gradient and clustering analyses of "What Does BERT Look At?" (METHODS 7.1, 7.2, 7.6, 10).
 # One job per (model, checkpoint) and analysis writes a part under {results}/analysis/surface/; study-wide
 # rules combine the parts into {results}/tables/{surface_heads,sep_gradient,head_clusters}.csv and draw

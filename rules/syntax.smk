@@ -1,3 +1,4 @@
+# Each rule runs the function registered as @entry_point("<rule name>") in workflow_scripts/entrypoints/syntax.py.
 # Syntax and coreference analyses of "What Does BERT Look At?" (METHODS 7.3, 7.4, 7.5, 10).
 # Per (model, checkpoint[, treebank, split]) jobs write parts under {results}/analysis/syntax/; study-wide rules
 # combine them into {results}/tables/{dependency_heads,dependency_best,coref_heads,coref_best,probes}.csv

@@ -46,6 +46,22 @@ def _entry_points(stage: str) -> set[str]:
 def test_every_rule_of_a_stage_runs_an_entry_point_of_the_same_stage(stage):
     missing = [rule for rule in _rules(stage) if rule not in _entry_points(stage)]
     assert not missing, f"rules of rules/{stage}.smk without an entry point in entrypoints/{stage}.py: {missing}"
+    text = (REPO / "rules" / f"{stage}.smk").read_text()
+    named = re.findall(r'^\s+entry_point="(\w+)",', text, re.M)  # rules a loop makes: they name theirs
+    assert set(named) <= _entry_points(stage), f"rules/{stage}.smk names entry points {named} it does not have"
+    # From a rule to its code in one step: the file's first line says where its rules' functions are.
+    assert text.splitlines()[0] == (f'# Each rule runs the function registered as @entry_point("<rule name>") in '
+                                    f"workflow_scripts/entrypoints/{stage}.py" + (";" if named else "."))
+
+
+def test_a_rule_finds_its_entry_point_by_exact_name_only():
+    from workflow_scripts.entrypoints import _import_all, find_entry_point
+
+    _import_all()
+    assert find_entry_point("finetune_cola", "finetune").__name__ == "finetune"
+    assert find_entry_point("dependency_tables").__module__ == "workflow_scripts.entrypoints.syntax"
+    with pytest.raises(KeyError, match=r"rule 'finetune_cola': no @entry_point\('finetune_cola'\)"):
+        find_entry_point("finetune_cola")  # no prefix lookup: the rule names its entry point
 
 
 def test_report_captions_and_rule_files_name_their_stage():

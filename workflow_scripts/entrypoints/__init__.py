@@ -1,10 +1,10 @@
 """Thin entry points between Snakemake rules and the science functions.
 
-Each rule runs ``rules/scripts/entry.py``, which calls :func:`run`; it looks up
-the function registered (with ``@entry_point("rule_name")``, one module per stage in
-this package) under the rule's name, sets up logging to the rule's
-log file and hands over plain values (paths and params). Nothing below this
-module knows about Snakemake.
+Each rule runs ``rules/scripts/entry.py``, which calls :func:`run`; it runs the function registered with
+``@entry_point("<rule name>")`` in ``entrypoints/<stage>.py`` (the rule's own file's stage), found by the rule's
+name exactly, or by ``params.entry_point`` for the rules a loop makes one per config entry (``finetune_{task}``
+runs ``@entry_point("finetune")``). It sets up logging to the rule's log file and hands over plain values (paths
+and params). Nothing below this module knows about Snakemake.
 
 A job that fails writes its error, with the traceback, to its log file only, leaves a record of it
 beside the log for the end of the run (``workflow_scripts/core/failures.py``) and exits with status 1
@@ -28,8 +28,6 @@ from ..core.errors import AtlasError
 from ..core.io import setup_logging
 
 ENTRY_POINTS: dict[str, Callable[[Any], None]] = {}
-# Rules made one per config entry (finetune_{task}): their names are known only from the config.
-PREFIX_ENTRY_POINTS: dict[str, Callable[[Any], None]] = {}
 
 
 def entry_point(rule: str) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
@@ -39,21 +37,15 @@ def entry_point(rule: str) -> Callable[[Callable[[Any], None]], Callable[[Any], 
     return register
 
 
-def entry_point_prefix(prefix: str) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
-    """Register a function for every rule whose name starts with ``prefix`` (and has no exact entry point)."""
-    def register(function: Callable[[Any], None]) -> Callable[[Any], None]:
-        PREFIX_ENTRY_POINTS[prefix] = function
-        return function
-    return register
-
-
-def find_entry_point(rule: str) -> Callable[[Any], None]:
-    if rule in ENTRY_POINTS:
-        return ENTRY_POINTS[rule]
-    for prefix, function in PREFIX_ENTRY_POINTS.items():
-        if rule.startswith(prefix):
-            return function
-    raise KeyError(f"rule {rule!r} has no entry point in workflow_scripts.entrypoints")
+def find_entry_point(rule: str, name: str | None = None) -> Callable[[Any], None]:
+    """The function a rule runs: the one registered under ``name`` (the rule's ``params.entry_point``), else under
+    the rule's own name. Exact: no prefix, no fallback."""
+    name = name or rule
+    if name not in ENTRY_POINTS:
+        raise KeyError(f"rule {rule!r}: no @entry_point({name!r}) in workflow_scripts/entrypoints/ (the rule's "
+                       "stage's module registers one under the rule's name, or the rule names it in "
+                       "params.entry_point)")
+    return ENTRY_POINTS[name]
 
 
 def run(smk: Any) -> None:
@@ -77,7 +69,7 @@ def run(smk: Any) -> None:
         sys.stderr = _StderrToLog(files[0], saved_stderr)
     try:
         _import_all()
-        function = find_entry_point(smk.rule)
+        function = find_entry_point(smk.rule, smk.params.get("entry_point"))
         log.info("rule %s: start (threads=%s)", smk.rule, smk.threads)
         function(smk)
     except AtlasError as error:

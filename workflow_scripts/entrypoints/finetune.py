@@ -1,7 +1,7 @@
 """Entry points of the fine-tuning stage (rules/finetune.smk).
 
 rules/finetune.smk has one rule per task, ``finetune_{task}`` (each with its own outputs and
-settings); they all run :func:`finetune` (registered for the prefix ``finetune_``), with the task's
+settings); they all run :func:`finetune` (``params.entry_point: "finetune"``), with the task's
 entry in ``params.task``.
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import entry_point, entry_point_prefix
+from . import entry_point
 
 
-@entry_point_prefix("finetune_")
+@entry_point("finetune")
 def finetune(smk: Any) -> None:
     from ..data.entries import TaskSpec
     from ..finetune.training import finetune as run_finetune
