@@ -1,5 +1,5 @@
 # Each rule runs the function registered as @entry_point("<rule name>") in workflow_scripts/entrypoints/finetune.py;
-# the finetune_{task} rules run @entry_point("finetune"), which their params.entry_point names.
+# the finetune_{task} rules run @entry_point("finetune_{task}"), the pattern their names match.
 # Fine-tuning (METHODS 3): one job per (model, task, seed), from the model's pretrained checkpoint.
 # Each fine-tuned task gets its own rule, finetune_{task}, because its outputs (the checkpoints
 # at its save steps) and its settings (config 'finetune' with 'finetune.per_task.{task}' on top)
@@ -42,7 +42,6 @@ for _task in STUDY.finetune_tasks:
             # the node it lands on has one, and the CPU otherwise.
             gpu=1 if _settings["device"] == "cuda" else 0,
         params:
-            entry_point="finetune",
             task=STUDY.task_spec(_task).params(),
             settings=STUDY.inputs.finetune_settings(_task),
             offline=STUDY.offline,

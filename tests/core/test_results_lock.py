@@ -1,4 +1,4 @@
-"""One run at a time per results folder (workflow_scripts/results_lock.py), across working directories.
+"""One run at a time per results folder (workflow_scripts/core/results_lock.py), across working directories.
 
 Unit tests contend for the lock from two processes; the end-to-end tests start real Snakemake
 processes from different working directories on one results folder: a tiny Snakefile wired like

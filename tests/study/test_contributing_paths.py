@@ -49,3 +49,21 @@ def test_a_stale_name_is_reported_with_its_line(tmp_path):
             "and `workflow_scripts/<stage>/`.\n")
     assert missing_paths(text, (tmp_path, tmp_path / "pkg")) == ["line 3: pkg/gone.py", "line 3: gone.py",
                                                                  "line 3: rules/"]
+
+
+# A path of the package or of the tests, named anywhere in the repository's code, docs and comments.
+CODE_PATH = re.compile(r"(?<![\w/.])((?:workflow_scripts|tests|benchmarks|tools)/[A-Za-z0-9_./-]+\.(?:py|md|smk))")
+TEXT_SUFFIXES = (".py", ".md", ".smk", ".yaml", ".rst", ".toml")
+
+
+def test_every_path_of_the_code_named_in_the_repository_exists():
+    # A comment or docstring that sends a reader to a moved or deleted file is stale (a file of the tests named in
+    # the code that tests it, the module a doc describes).
+    texts = [REPO / "Snakefile", REPO / "README.md",
+             *(p for folder in ("workflow_scripts", "tests", "docs", "rules", "benchmarks", "tools", "report")
+               for p in (REPO / folder).rglob("*") if p.suffix in TEXT_SUFFIXES)]
+    stale = [f"{text.relative_to(REPO)}:{number}: {match.group(1)}"
+             for text in texts for number, line in enumerate(text.read_text(encoding="utf-8").splitlines(), 1)
+             for match in CODE_PATH.finditer(line) if not (REPO / match.group(1)).exists()]
+    assert len(texts) > 200
+    assert not stale, "files named that do not exist (moved or renamed?):\n" + "\n".join(stale)

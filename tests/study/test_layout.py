@@ -47,21 +47,25 @@ def test_every_rule_of_a_stage_runs_an_entry_point_of_the_same_stage(stage):
     missing = [rule for rule in _rules(stage) if rule not in _entry_points(stage)]
     assert not missing, f"rules of rules/{stage}.smk without an entry point in entrypoints/{stage}.py: {missing}"
     text = (REPO / "rules" / f"{stage}.smk").read_text()
-    named = re.findall(r'^\s+entry_point="(\w+)",', text, re.M)  # rules a loop makes: they name theirs
-    assert set(named) <= _entry_points(stage), f"rules/{stage}.smk names entry points {named} it does not have"
+    looped = re.findall(r'^\s+f"(\w+_\{_\w+\})"', text, re.M)  # rule names a loop makes: finetune_{_task}
+    patterns = {name.replace("{_", "{") for name in looped}
+    assert patterns <= _entry_points(stage), f"rules/{stage}.smk: no entry point for the rules named {patterns}"
     # From a rule to its code in one step: the file's first line says where its rules' functions are.
     assert text.splitlines()[0] == (f'# Each rule runs the function registered as @entry_point("<rule name>") in '
-                                    f"workflow_scripts/entrypoints/{stage}.py" + (";" if named else "."))
+                                    f"workflow_scripts/entrypoints/{stage}.py" + (";" if looped else "."))
 
 
 def test_a_rule_finds_its_entry_point_by_exact_name_only():
     from workflow_scripts.entrypoints import _import_all, find_entry_point
 
     _import_all()
-    assert find_entry_point("finetune_cola", "finetune").__name__ == "finetune"
+    assert find_entry_point("finetune_cola").__name__ == "finetune"  # the pattern finetune_{task}
+    assert find_entry_point("finetune_my-task_2").__name__ == "finetune"
+    assert find_entry_point("finetune_metrics_table").__name__ == "finetune_metrics_table"  # its own, exactly
     assert find_entry_point("dependency_tables").__module__ == "workflow_scripts.entrypoints.syntax"
-    with pytest.raises(KeyError, match=r"rule 'finetune_cola': no @entry_point\('finetune_cola'\)"):
-        find_entry_point("finetune_cola")  # no prefix lookup: the rule names its entry point
+    for unknown in ("finetune_", "finetune_a.b", "dependency_tables_extra", "xfinetune_cola"):
+        with pytest.raises(KeyError, match=rf"rule '{re.escape(unknown)}': no @entry_point"):
+            find_entry_point(unknown)  # a whole match only: no prefix lookup
 
 
 def test_report_captions_and_rule_files_name_their_stage():

@@ -6,7 +6,8 @@ transformers 5 returns attention weights only from its eager attention function;
 interface: the layer's output comes from PyTorch's fused SDPA kernel, as in the model's default
 path, and the weights that must be stored are computed beside it, softmax(QK^T * scaling + mask),
 from the same query, key and mask. This serves models whose eager path is missing or slower; on a
-model with both, the two give the same maps up to float rounding (tests/attention/test_capture.py).
+model with both, the two give the same maps up to float rounding (tests/attention/test_extraction.py,
+test_fused_capture_stores_the_eager_maps).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Each rule runs ``rules/scripts/entry.py``, which calls :func:`run`; it runs the function registered with
 ``@entry_point("<rule name>")`` in ``entrypoints/<stage>.py`` (the rule's own file's stage), found by the rule's
-name exactly, or by ``params.entry_point`` for the rules a loop makes one per config entry (``finetune_{task}``
-runs ``@entry_point("finetune")``). It sets up logging to the rule's log file and hands over plain values (paths
+name exactly; the rules a loop makes one per config entry register their name's pattern (``finetune_{task}``),
+which a rule's name must match whole. It sets up logging to the rule's log file and hands over plain values (paths
 and params). Nothing below this module knows about Snakemake.
 
 A job that fails writes its error, with the traceback, to its log file only, leaves a record of it
@@ -19,6 +19,7 @@ import contextlib
 import io
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -37,15 +38,16 @@ def entry_point(rule: str) -> Callable[[Callable[[Any], None]], Callable[[Any], 
     return register
 
 
-def find_entry_point(rule: str, name: str | None = None) -> Callable[[Any], None]:
-    """The function a rule runs: the one registered under ``name`` (the rule's ``params.entry_point``), else under
-    the rule's own name. Exact: no prefix, no fallback."""
-    name = name or rule
-    if name not in ENTRY_POINTS:
-        raise KeyError(f"rule {rule!r}: no @entry_point({name!r}) in workflow_scripts/entrypoints/ (the rule's "
-                       "stage's module registers one under the rule's name, or the rule names it in "
-                       "params.entry_point)")
-    return ENTRY_POINTS[name]
+def find_entry_point(rule: str) -> Callable[[Any], None]:
+    """The function registered under the rule's name, or under a pattern its name matches whole (``finetune_{task}``:
+    ``finetune_`` then one field of letters, digits, ``_`` and ``-``). No prefix lookup, no fallback."""
+    if rule in ENTRY_POINTS:
+        return ENTRY_POINTS[rule]
+    for name, function in ENTRY_POINTS.items():
+        if "{" in name and re.fullmatch(re.sub(r"\\{\w+\\}", "[A-Za-z0-9_-]+", re.escape(name)), rule):
+            return function
+    raise KeyError(f"rule {rule!r}: no @entry_point({rule!r}) in workflow_scripts/entrypoints/ (the module of the "
+                   "rule's stage registers one under the rule's name)")
 
 
 def run(smk: Any) -> None:
@@ -69,7 +71,7 @@ def run(smk: Any) -> None:
         sys.stderr = _StderrToLog(files[0], saved_stderr)
     try:
         _import_all()
-        function = find_entry_point(smk.rule, smk.params.get("entry_point"))
+        function = find_entry_point(smk.rule)
         log.info("rule %s: start (threads=%s)", smk.rule, smk.threads)
         function(smk)
     except AtlasError as error:

@@ -1,7 +1,7 @@
 """Entry points of the fine-tuning stage (rules/finetune.smk).
 
 rules/finetune.smk has one rule per task, ``finetune_{task}`` (each with its own outputs and
-settings); they all run :func:`finetune` (``params.entry_point: "finetune"``), with the task's
+settings); they all run :func:`finetune` (registered for the pattern ``finetune_{task}``), with the task's
 entry in ``params.task``.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 from . import entry_point
 
 
-@entry_point("finetune")
+@entry_point("finetune_{task}")
 def finetune(smk: Any) -> None:
     from ..data.entries import TaskSpec
     from ..finetune.training import finetune as run_finetune
