@@ -108,3 +108,11 @@ def test_labels_met_on_several_threads_at_once_keep_their_own_rows():
     for deprels, ids in zip(draws, results):
         for deprel, label in zip(deprels, ids):
             assert [r for r in rows[label] if r >= 0] == relation_memberships(deprel, vocabulary)
+
+
+def test_the_running_column_argmax_is_numpys_argmax_ties_and_padding_included():
+    rng = np.random.default_rng(3)
+    maps = rng.integers(0, 3, size=(7, 4, 5, 7)).astype(np.float32)  # (rows, sentences, heads, columns): many ties
+    maps[5:, 1] = -np.inf  # a shorter sentence's padding rows
+    maps[:, 2, :, 3] = -np.inf  # a column with nothing in it: row 0, as argmax says
+    assert np.array_equal(dependency_counts._column_argmax(maps), maps.argmax(axis=0))

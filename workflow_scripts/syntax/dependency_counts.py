@@ -106,22 +106,38 @@ def _word_maps(sentence: ScoredSentence) -> tuple[np.ndarray, np.ndarray]:
     return unit_word[word_units], maps[:, word_units[:, None], word_units[None, :]]
 
 
+def _column_argmax(rows_first: np.ndarray) -> np.ndarray:
+    """For maps laid out rows first, (rows, ..., columns), the first row of the largest value of each column
+    (``argmax`` over axis 0; the maps hold no NaN), as a running maximum over the rows: each step compares one row of
+    every map, a contiguous block, at once. numpy's argmax over short columns (or over the rows of a transposed
+    copy) spends its time per column, not per value."""
+    best = rows_first[0].copy()
+    index = np.zeros(best.shape, dtype=np.intp)
+    better = np.empty(best.shape, dtype=bool)
+    for row in range(1, len(rows_first)):
+        values = rows_first[row]
+        np.greater(values, best, out=better)  # strictly: a tie keeps the earlier row
+        np.copyto(index, row, where=better)
+        np.maximum(best, values, out=best)
+    return index
+
+
 def _predictions(groups: Sequence[tuple[np.ndarray, np.ndarray]], num_heads: int) -> tuple[np.ndarray, np.ndarray]:
     """(B, L*H, N) predicted word of every word unit, by row and by column (-1: no other word)."""
     width = max([len(words) for words, _ in groups] + [1])
-    padded = np.full((len(groups), num_heads, width, width), -np.inf, dtype=np.float32)
+    # Rows first, (row, sentence, head, column): a row of every map is one contiguous block for the column argmax,
+    # and each row is contiguous for the row argmax.
+    padded = np.full((width, len(groups), num_heads, width), -np.inf, dtype=np.float32)
     words = np.full((len(groups), width), -1, dtype=np.int64)
     for b, (sentence_words, maps) in enumerate(groups):
         n = len(sentence_words)
-        padded[b, :, :n, :n] = maps
+        padded[:n, b, :, :n] = maps.swapaxes(0, 1)
         words[b, :n] = sentence_words
     diagonal = np.arange(width)
-    padded[:, :, diagonal, diagonal] = -np.inf  # a word never predicts itself
-    # argmax takes the first of equal values: the lowest column index, or (transposed) the lowest row index.
-    # The transposed copy is reduced along its last axis: numpy's argmax over axis -2 is three times slower.
-    by_row = np.take_along_axis(words[:, None, :], padded.argmax(axis=-1), axis=-1)
-    by_column = np.take_along_axis(words[:, None, :],
-                                   np.ascontiguousarray(padded.swapaxes(-1, -2)).argmax(axis=-1), axis=-1)
+    padded[diagonal, :, :, diagonal] = -np.inf  # a word never predicts itself
+    # Both take the first of equal values: the lowest column index, or the lowest row index.
+    by_row = np.take_along_axis(words[:, None, :], np.moveaxis(padded.argmax(axis=-1), 0, -1), axis=-1)
+    by_column = np.take_along_axis(words[:, None, :], _column_argmax(padded), axis=-1)
     alone = np.array([len(sentence_words) < 2 for sentence_words, _ in groups])
     by_row[alone], by_column[alone] = -1, -1  # one word: no other word to predict
     return by_row, by_column
