@@ -266,3 +266,46 @@ def test_any_dump_reads_raw_or_row_normalised_on_request(tmp_path, tiny_bert):
     for example in AttentionDump(out, normalise_rows=True).iter_examples():
         np.testing.assert_array_equal(example.attention, normalised_rows(raw.pop(example.example_id)))
     assert not raw
+
+
+DECODERS = {"gpt2": {}, "gpt_neox": {}, "llama": {"num_key_value_heads": 2}}  # llama: two query heads per value head
+
+
+@pytest.mark.parametrize("model_type", sorted(DECODERS))
+def test_norm_of_each_decoder_family_is_alpha_times_its_projected_value_norm(tmp_path, model_type):
+    # GPT-2 keeps W_O in a Conv1D (in, out), GPT-NeoX fuses q, k and v, Llama's value heads serve groups of query
+    # heads: the value vectors and W_O are taken here from each model's own modules, head by head.
+    from transformers import AutoConfig
+
+    torch.manual_seed(0)
+    config = AutoConfig.for_model(model_type, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                  intermediate_size=64, vocab_size=50, max_position_embeddings=32, bos_token_id=0,
+                                  eos_token_id=0, **DECODERS[model_type])
+    AutoModel.from_config(config).save_pretrained(tmp_path)
+    model = AutoModel.from_pretrained(tmp_path, attn_implementation=attn_implementation_for("eager", "norm")).eval()
+    input_ids = torch.randint(1, 50, (1, 7))
+    maps, _ = SignalMaps(model, "norm")(input_ids, torch.ones_like(input_ids), None)
+    heads, width = 4, 8
+    with torch.no_grad():
+        outputs = model(input_ids=input_ids, output_attentions=True, output_hidden_states=True)
+        for index in range(2):
+            hidden = outputs.hidden_states[index]
+            if model_type == "gpt2":
+                block = model.h[index]
+                values = block.attn.c_attn(block.ln_1(hidden))[0].split(32, dim=-1)[2].view(7, heads, width)
+                weight = block.attn.c_proj.weight.T  # Conv1D: x @ W, W of shape (in, out)
+            elif model_type == "gpt_neox":
+                layer = model.layers[index]
+                fused = layer.attention.query_key_value(layer.input_layernorm(hidden))[0].view(7, heads, 3 * width)
+                values = fused[..., 2 * width:]
+                weight = layer.attention.dense.weight
+            else:
+                layer = model.layers[index]
+                grouped = layer.self_attn.v_proj(layer.input_layernorm(hidden))[0].view(7, 2, width)
+                values = grouped.repeat_interleave(2, dim=1)  # query heads 0, 1 read value head 0; 2, 3 value head 1
+                weight = layer.self_attn.o_proj.weight
+            per_head = weight.view(32, heads, width)
+            norms = torch.stack([(values[:, h] @ per_head[:, h].T).norm(dim=-1) for h in range(heads)])
+            direct = outputs.attentions[index][0] * norms[:, None, :]
+            _close_in_float16(maps[0, index].numpy(), direct.numpy())
+            assert np.all(np.triu(maps[0, index].numpy(), 1) == 0), "a decoder's maps are causal"

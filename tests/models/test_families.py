@@ -13,13 +13,22 @@ from workflow_scripts.models.families import FAMILIES, GENERIC, attention_of_lay
 
 SMALL = {"hidden_size": 32, "num_hidden_layers": 3, "num_attention_heads": 2, "intermediate_size": 37,
          "vocab_size": 99, "max_position_embeddings": 64}
-DISTILBERT = {"dim": 32, "n_layers": 3, "n_heads": 2, "hidden_dim": 37, "vocab_size": 99,
-              "max_position_embeddings": 64}
+# What a tiny model of a type needs beyond SMALL (special tokens inside its small vocabulary, its own names).
+EXTRA = {
+    "distilbert": {"dim": 32, "n_layers": 3, "n_heads": 2, "hidden_dim": 37},
+    "modernbert": {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "cls_token_id": 1, "sep_token_id": 2,
+                   "global_attn_every_n_layers": 1},
+    **{t: {"bos_token_id": 0, "eos_token_id": 0} for t in ("gpt2", "gpt_neox")},
+    **{t: {"bos_token_id": 0, "eos_token_id": 0, "num_key_value_heads": 1} for t in ("llama", "mistral", "qwen2",
+                                                                                      "qwen3")},
+}
 DECLARED = sorted(t for family in FAMILIES if family.attention_layers is not None for t in family.model_types)
+ENCODERS_NAMED_SELF_ATTENTION = {t for f in FAMILIES if f.name in ("bert", "roberta", "distilbert")
+                                 for t in f.model_types}
 
 
 def _tiny(model_type: str):
-    config = AutoConfig.for_model(model_type, **(DISTILBERT if model_type == "distilbert" else SMALL))
+    config = AutoConfig.for_model(model_type, **{**SMALL, **EXTRA.get(model_type, {})})
     return AutoModel.from_config(config, attn_implementation="eager").eval()
 
 
@@ -27,20 +36,30 @@ def _tiny(model_type: str):
 def test_each_declared_layout_finds_every_layers_attention_and_output_projection(model_type):
     model = _tiny(model_type)
     layers = attention_of_layers(model, "a test", "Nothing to do")
-    assert len(layers) == 3
-    # The attention modules are the model's self-attention modules, in layer order (what head ablation matched by
-    # class name before the families were declared).
-    by_name = [m for m in model.modules() if type(m).__name__.endswith("SelfAttention")]
-    assert [layer.attention for layer in layers] == by_name
+    assert len(layers) == 3 and len({id(layer.attention) for layer in layers}) == 3
+    assert all(type(layer.attention).__name__.endswith("Attention") for layer in layers)
+    if model_type in ENCODERS_NAMED_SELF_ATTENTION:
+        # The modules head ablation matched by class name before the families were declared, in layer order.
+        by_name = [m for m in model.modules() if type(m).__name__.endswith("SelfAttention")]
+        assert [layer.attention for layer in layers] == by_name
+    head_size = getattr(model.config, "head_dim", None) or 32 // 2  # Qwen3 sets its own (128)
     for layer in layers:
-        projection = layer.output_projection
-        assert isinstance(projection, torch.nn.Linear) and projection.in_features == projection.out_features == 32
+        # W_O as nn.Linear keeps it, (hidden out, heads x head size in), GPT-2's Conv1D (in, out) included.
+        assert tuple(layer.output_weight().shape) == (32, 2 * head_size)
     # Each projection is its own layer's: three different weights.
     assert len({id(layer.output_projection.weight) for layer in layers}) == 3
 
 
+def test_gpt2s_output_weight_is_its_conv1d_weight_transposed():
+    layer = attention_of_layers(_tiny("gpt2"), "a test", "Nothing to do")[0]
+    hidden = torch.randn(5, 32)
+    with torch.no_grad():
+        expected = layer.output_projection(hidden) - layer.output_projection.bias
+        torch.testing.assert_close(hidden @ layer.output_weight().T, expected)
+
+
 def test_a_model_type_no_family_covers_is_generic_and_refused_where_attention_is_needed():
-    assert family_of("gpt2") is GENERIC and family_of(None) is GENERIC
+    assert family_of("bloom") is GENERIC and family_of(None) is GENERIC
     assert GENERIC.pad_id(SimpleNamespace(pad_token_id=None)) == 0
     albert = AutoModel.from_config(AutoConfig.for_model("albert", embedding_size=16, **SMALL))
     with pytest.raises(AtlasError, match=r"model type 'albert': head ablation acts inside each layer's attention, "
@@ -54,9 +73,12 @@ def test_a_model_type_no_family_covers_is_generic_and_refused_where_attention_is
 
 def test_padding_positions_and_pad_ids_follow_the_family():
     assert family_of("roberta").reserves_padding_positions and family_of("camembert").reserves_padding_positions
-    assert not family_of("bert").reserves_padding_positions and not family_of("distilbert").reserves_padding_positions
+    assert not family_of("bert").reserves_padding_positions and not family_of("gpt2").reserves_padding_positions
     assert family_of("roberta").pad_id(AutoConfig.for_model("roberta", **SMALL)) == 1
     assert family_of("bert").pad_id(AutoConfig.for_model("bert", **SMALL)) == 0
+    # No pad token (GPT-2, Pythia, Llama): the end-of-text token pads, behind the attention mask.
+    assert family_of("gpt2").pad_id(SimpleNamespace(pad_token_id=None, eos_token_id=50256)) == 50256
+    assert family_of("llama").pad_id(SimpleNamespace(pad_token_id=None, eos_token_id=[128001, 128009])) == 128001
 
 
 def test_a_layout_that_no_longer_matches_the_config_is_refused():

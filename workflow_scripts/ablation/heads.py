@@ -64,8 +64,8 @@ def eager_function(module: Any):
     function = getattr(modeling, "eager_attention_forward", None)
     if function is None:
         raise AtlasError(f"{type(module).__name__} ({type(module).__module__}) has no eager_attention_forward; head "
-                         "ablation supports encoders whose attention goes through transformers' attention "
-                         "interface (BERT-family, RoBERTa); choose such a model")
+                         "ablation supports the families whose attention goes through transformers' attention "
+                         "interface (workflow_scripts/models/families.py); choose such a model")
     return function
 
 
@@ -77,8 +77,10 @@ def ablated_attention(module: Any, query: Any, key: Any, value: Any, attention_m
     ablation = getattr(module, ABLATION_ATTRIBUTE, None)
     if ablation is None:  # a model loaded for ablation but not prepared: plain eager attention
         return output, weights
+    # Encoders say whether the weights are asked for; decoders (GPT-2, Llama) do not pass output_attentions to the
+    # attention function, so their disabled heads' weights are always rebuilt.
     return ablation.apply(getattr(module, LAYER_ATTRIBUTE), value, attention_mask, output, weights,
-                          returns_weights=bool(kwargs.get("output_attentions")))
+                          returns_weights=bool(kwargs.get("output_attentions", True)))
 
 
 def allowed_keys(attention_mask: Any | None, batch: int, queries: int, keys: int, device: Any):

@@ -137,11 +137,12 @@ def norm_projections(model: Any) -> list[tuple[Any, Any]]:
     heads = int(model.config.num_attention_heads)
     projections = []
     with torch.no_grad():
-        for module, output in layers:
-            weight = output.weight.float()  # (hidden, heads * d): input columns h*d..(h+1)*d are head h's
+        for layer in layers:
+            # (hidden, heads * d): input columns h*d..(h+1)*d are head h's
+            weight = layer.output_weight().float().contiguous()
             per_head = weight.view(weight.shape[0], heads, -1)
             # ||v W_h^T||^2 = v (W_h^T W_h) v^T: a (d, d) matrix per head instead of a (T, hidden) product per head.
-            projections.append((module, torch.einsum("ohd,ohe->hde", per_head, per_head)))
+            projections.append((layer.attention, torch.einsum("ohd,ohe->hde", per_head, per_head)))
     return projections
 
 

@@ -31,6 +31,12 @@ class AttentionLayer(NamedTuple):
 
     attention: Any
     output_projection: Any
+    stored_in_out: bool = False  # GPT-2's Conv1D keeps its weight as (in, out), nn.Linear as (out, in)
+
+    def output_weight(self) -> Any:
+        """W_O as nn.Linear keeps it: (hidden out, heads x head size in); input columns h*d..(h+1)*d are head h's."""
+        weight = self.output_projection.weight
+        return weight.T if self.stored_in_out else weight
 
 
 def _encoder_layers(base: Any) -> list[AttentionLayer]:
@@ -40,6 +46,23 @@ def _encoder_layers(base: Any) -> list[AttentionLayer]:
 
 def _distilbert_layers(base: Any) -> list[AttentionLayer]:
     return [AttentionLayer(layer.attention, layer.attention.out_lin) for layer in base.transformer.layer]
+
+
+def _modernbert_layers(base: Any) -> list[AttentionLayer]:
+    return [AttentionLayer(layer.attn, layer.attn.Wo) for layer in base.layers]
+
+
+def _gpt2_layers(base: Any) -> list[AttentionLayer]:
+    return [AttentionLayer(block.attn, block.attn.c_proj, stored_in_out=True) for block in base.h]
+
+
+def _gpt_neox_layers(base: Any) -> list[AttentionLayer]:
+    return [AttentionLayer(layer.attention, layer.attention.dense) for layer in base.layers]
+
+
+def _llama_layers(base: Any) -> list[AttentionLayer]:
+    """Llama's layout, which the families built on its code share: ``layers[i].self_attn.o_proj``."""
+    return [AttentionLayer(layer.self_attn, layer.self_attn.o_proj) for layer in base.layers]
 
 
 @dataclass(frozen=True)
@@ -52,8 +75,14 @@ class Family:
     reserves_padding_positions: bool = False
 
     def pad_id(self, config: Any) -> int:
-        """The token id that pads a batch's shorter inputs (right padding): the model's own, else 0."""
-        return int(config.pad_token_id) if getattr(config, "pad_token_id", None) is not None else 0
+        """The token id that pads a batch's shorter inputs (right padding; the mask hides them): the model's pad
+        token, else its end-of-text token (GPT-2, Pythia and Llama have no pad token), else 0."""
+        for name in ("pad_token_id", "eos_token_id"):
+            value = getattr(config, name, None)
+            value = value[0] if isinstance(value, (list, tuple)) and value else value
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        return 0
 
 
 FAMILIES: tuple[Family, ...] = (
@@ -61,6 +90,11 @@ FAMILIES: tuple[Family, ...] = (
     Family("roberta", frozenset({"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "roberta-prelayernorm",
                                  "data2vec-text"}), _encoder_layers, reserves_padding_positions=True),
     Family("distilbert", frozenset({"distilbert"}), _distilbert_layers),
+    Family("modernbert", frozenset({"modernbert"}), _modernbert_layers),
+    Family("gpt2", frozenset({"gpt2"}), _gpt2_layers),
+    Family("gpt-neox", frozenset({"gpt_neox"}), _gpt_neox_layers),  # Pythia
+    # Llama and the families transformers builds on its code (SmolLM and SmolLM2 are model type llama).
+    Family("llama", frozenset({"llama", "mistral", "qwen2", "qwen3"}), _llama_layers),
     # Position ids after the padding index, like RoBERTa, but attention code of their own.
     Family("roberta-like, own attention", frozenset({"longformer", "ibert", "mpnet"}), None,
            reserves_padding_positions=True),
