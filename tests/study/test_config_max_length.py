@@ -118,3 +118,23 @@ def test_finetune_job_checks_max_length_before_training(tmp_path, tiny_bert):
     assert "max_length: 100 tokens is more than model 'tiny' accepts (64" in message
     assert "give at most 64" in message
     assert not (tmp_path / "out").exists() and not (tmp_path / "metrics.json").exists()
+
+
+# --- the norm signal needs the model's family --------------------------------------------------------
+
+
+def test_norm_on_a_model_whose_family_is_not_declared_is_refused_before_any_job(config, tmp_path, tiny_bert):
+    folder = tmp_path / "albert"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "albert", "max_position_embeddings": 512}))
+    config = _local_model(config, tmp_path, folder, max_length=128)
+    config["attention"]["signals"] = ["attention", "norm"]
+    message = semantic_error(config)
+    assert ("config key 'attention.signals': 'norm' multiplies each weight by the norm of the head's projected value, "
+            "which needs the attention layout of model 'local' (model type 'albert')") in message
+    assert "declare its family there" in message
+    config["attention"]["signals"] = ["attention", "rollout"]  # the weights alone: any model
+    check_semantics(config)
+    config = _local_model(config, tmp_path, tiny_bert, max_length=64)  # a declared family
+    config["attention"]["signals"] = ["attention", "norm"]
+    check_semantics(config)

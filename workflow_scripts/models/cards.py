@@ -95,19 +95,31 @@ def _cached_hub_file(entry: dict[str, Any], filename: str) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def local_position_limit(name: str, entry: dict[str, Any]) -> tuple[int, str] | None:
-    """``position_limit`` of a model entry from local files only: its folder (path, package) or, for
-    a hub id, the local Hugging Face cache; None when its config.json is not available locally."""
+def _local_configs(name: str, entry: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """(config.json, tokenizer_config.json) of a model entry from local files only: its folder (path, package) or,
+    for a hub id, the local Hugging Face cache; config.json None when it is not available locally."""
     if entry.get("hub"):
         config_file, tokenizer_file = (_cached_hub_file(entry, f) for f in ("config.json", "tokenizer_config.json"))
     else:
         folder = Path(model_location(name, entry))
         config_file, tokenizer_file = folder / "config.json", folder / "tokenizer_config.json"
     model_config = _read_json(config_file) if config_file else None
+    return model_config, (_read_json(tokenizer_file) if tokenizer_file else None) or {}
+
+
+def local_position_limit(name: str, entry: dict[str, Any]) -> tuple[int, str] | None:
+    """``position_limit`` of a model entry from local files only (None when its config.json is not local)."""
+    model_config, tokenizer_config = _local_configs(name, entry)
     if model_config is None:
         return None
-    tokenizer_config = (_read_json(tokenizer_file) if tokenizer_file else None) or {}
     return position_limit(model_config, tokenizer_config.get("model_max_length"))
+
+
+def local_model_type(name: str, entry: dict[str, Any]) -> str | None:
+    """The ``model_type`` of a model entry from local files only (None when its config.json is not local)."""
+    model_config, _ = _local_configs(name, entry)
+    model_type = (model_config or {}).get("model_type")
+    return model_type if isinstance(model_type, str) else None
 
 
 def length_excess(value: int | None, name: str, limit: tuple[int, str] | None) -> str | None:

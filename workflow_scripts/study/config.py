@@ -23,7 +23,8 @@ import yaml
 from ..attention.stanza_annotator import stanza_model_problems
 from ..core.errors import AtlasError, ConfigError
 from ..data.corpora import Corpora
-from ..models.cards import length_excess, local_position_limit, model_location
+from ..models.cards import length_excess, local_model_type, local_position_limit, model_location
+from ..models.families import family_of
 from .config_names import keyed_name_problems
 from .entry_checks import entry_problems
 from .path_names import path_name_problems
@@ -233,6 +234,7 @@ def check_semantics(config: dict[str, Any]) -> None:
             problems.append(source_problem)
             continue
         problems += _max_length_problems(config, name)
+        problems += _family_problems(config, name)
     # Names keyed by corpus or task (attention.max_examples, finetune.per_task, ...), with the closest name.
     problems += keyed_name_problems(config)
     problems += entry_problems(config)
@@ -287,6 +289,20 @@ def _max_length_problems(config: dict[str, Any], name: str) -> list[str]:
                for task, override in finetune["per_task"].items()]
     found = (max_length_problem(key, value, name, limit, fix) for key, value, fix in checks)
     return [problem for problem in found if problem]
+
+
+def _family_problems(config: dict[str, Any], name: str) -> list[str]:
+    """The norm signal on a model whose family does not say where its attention is (models/families.py), found
+    from local files before any job; a hub model not in the local cache is refused by its extraction job."""
+    if "norm" not in config["attention"]["signals"]:
+        return []
+    model_type = local_model_type(name, config["models"][name])
+    if model_type is None or family_of(model_type).attention_layers is not None:
+        return []
+    return [f"config key 'attention.signals': 'norm' multiplies each weight by the norm of the head's projected "
+            f"value, which needs the attention layout of model {name!r} (model type {model_type!r}); "
+            "workflow_scripts/models/families.py does not declare it. Remove norm from attention.signals, leave "
+            f"{name!r} out of study.models, or declare its family there (docs/contributing.md)"]
 
 
 def _annotated_corpora(config: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
