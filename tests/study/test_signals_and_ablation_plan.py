@@ -92,3 +92,18 @@ def test_no_ablation_without_tasks_or_found_heads():
     study = study_of({**one_model(tasks=["cola"]), "ablation": {"tasks": [], "found_heads": False}})
     assert study.disabling_runs == [] and study.found_heads_models == []
     assert study.stage_outputs["ablation"] == []
+
+
+def test_ablating_a_model_whose_family_is_not_declared_is_refused_before_any_job(tmp_path):
+    import json
+
+    folder = tmp_path / "albert"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "albert", "max_position_embeddings": 512}))
+    local = {"study": {"models": ["local"], "tasks": ["cola"]}, "models": {"local": {"path": str(folder)}}}
+    with pytest.raises(ConfigError, match=r"config key 'ablation': head ablation acts inside each layer's attention, "
+                                          r"whose layout .*models/families.py does not declare for model 'local' "
+                                          r"\(model type 'albert'\)\. Set ablation.tasks to \[\]"):
+        study_of(local)
+    study = study_of({**local, "ablation": {"tasks": [], "found_heads": False}})  # no ablation: any model
+    assert study.disabling_runs == [] and study.found_heads_models == []

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError
 from ..finetune.tasks import checkpoint_name
+from ..models.cards import local_model_type
+from ..models.families import family_of
 
 if TYPE_CHECKING:
     from .model import Study
@@ -47,6 +49,7 @@ def plan_ablation(study: Study) -> None:
     treebank = study.syntax_treebank
     study.found_heads_models = ([m for m in study.models if (m, PRETRAINED, treebank) in study.syntax_targets]
                                 if study.config[STAGE]["found_heads"] else [])
+    check_families(study)
     outputs = []
     if study.disabling_runs:
         outputs.append(study.paths.table("head_disabling"))
@@ -55,6 +58,20 @@ def plan_ablation(study: Study) -> None:
     if study.found_heads_models:
         outputs.append(study.paths.table("found_heads"))
     study.stage_outputs[STAGE] = outputs
+
+
+def check_families(study: Study) -> None:
+    """Refuse, before any job, to ablate a model whose family does not say where its attention is
+    (models/families.py), when its config.json is local; a hub model not in the local cache is refused by its job."""
+    ablated = dict.fromkeys([m for m, _, _ in study.disabling_runs] + study.found_heads_models)
+    for model in ablated:
+        model_type = local_model_type(model, study.config["models"][model])
+        if model_type is not None and family_of(model_type).attention_layers is None:
+            raise ConfigError(f"config key 'ablation': head ablation acts inside each layer's attention, whose layout "
+                              f"workflow_scripts/models/families.py does not declare for model {model!r} (model "
+                              f"type {model_type!r}). Set ablation.tasks to [] and ablation.found_heads to false, "
+                              f"leave {model!r} out of study.models, or declare its family there "
+                              "(docs/contributing.md)")
 
 
 def disabling_part(study: Study, model: str, task: str, seed: int | str) -> str:
