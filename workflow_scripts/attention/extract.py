@@ -34,6 +34,7 @@ from ..core.file_records import GrowingFileDigest, file_entry, write_sealed_json
 from ..core.io import atomic_path, read_metadata
 from ..core.subjects import DEFAULT_SIGNAL
 from ..models.families import family_of
+from .layout import FULL, LOWER_TRIANGLE, pack, stored_values
 from .shards import example_ids_digest, shard_bounds, shard_names, shard_record_path
 from .signals import SignalMaps, attention_layers, attn_implementation_for
 
@@ -84,37 +85,45 @@ def pick_device(device: str) -> str:
     return device
 
 
-def maps_column(maps: np.ndarray, lengths: np.ndarray) -> pa.LargeBinaryArray:
-    """A batch's maps (batch, layers, heads, W, W) cut to each example's T x T, as one Arrow column.
+def _blob_offsets(num_maps: int, lengths: np.ndarray, layout: str, itemsize: int) -> np.ndarray:
+    sizes = [num_maps * stored_values(n, layout) * itemsize for n in lengths.tolist()]
+    return np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
+
+
+def maps_column(maps: np.ndarray, lengths: np.ndarray, layout: str = FULL,
+                example_ids: Sequence[int] = ()) -> pa.LargeBinaryArray:
+    """A batch's maps (batch, layers, heads, W, W) cut to each example's T x T (or its lower triangle, for the
+    ``lower_triangle`` layout: layout.py), as one Arrow column.
 
     The blobs are copied once, straight into the column's single data buffer: no bytes object per
     example and no second copy when Arrow builds the column.
     """
-    sizes = maps.shape[1] * maps.shape[2] * lengths.astype(np.int64) ** 2 * maps.itemsize
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    offsets = _blob_offsets(maps.shape[1] * maps.shape[2], lengths, layout, maps.itemsize)
     data = np.empty(int(offsets[-1]), dtype=np.uint8)
     for row, n in enumerate(lengths.tolist()):
-        destination = data[offsets[row]:offsets[row + 1]].view(maps.dtype).reshape(*maps.shape[1:3], n, n)
-        np.copyto(destination, maps[row, :, :, :n, :n])
+        destination = data[offsets[row]:offsets[row + 1]].view(maps.dtype).reshape(*maps.shape[1:3], -1)
+        where = f"example {example_ids[row]}" if len(example_ids) else f"row {row}"
+        np.copyto(destination, pack(maps[row, :, :, :n, :n], layout, where).reshape(destination.shape))
     return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(lengths),
                                             [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def layers_column(layers: Sequence[Any], lengths: np.ndarray) -> pa.LargeBinaryArray:
-    """Each layer's weights (batch, heads, W, W), cast to float16 and cut to each example's T x T straight into
-    the column's data buffer: the same column as maps_column of the stacked float16 maps, in one pass over the
-    weights instead of two (no padded float16 batch is made)."""
+def layers_column(layers: Sequence[Any], lengths: np.ndarray, layout: str = FULL,
+                  example_ids: Sequence[int] = ()) -> pa.LargeBinaryArray:
+    """Each layer's weights (batch, heads, W, W), cast to float16 and cut to each example's T x T (or its lower
+    triangle) straight into the column's data buffer: the same column as maps_column of the stacked float16 maps,
+    in one pass over the weights instead of two (no padded float16 batch is made)."""
     import torch
 
     num_layers, num_heads = len(layers), int(layers[0].shape[1])
-    sizes = num_layers * num_heads * lengths.astype(np.int64) ** 2 * 2
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    offsets = _blob_offsets(num_layers * num_heads, lengths, layout, 2)
     data = np.empty(int(offsets[-1]), dtype=np.uint8)
     values = torch.from_numpy(data.view(np.float16))
     for row, n in enumerate(lengths.tolist()):
-        example = values[offsets[row] // 2:offsets[row + 1] // 2].view(num_layers, num_heads, n, n)
+        example = values[offsets[row] // 2:offsets[row + 1] // 2].view(num_layers, num_heads, -1)
+        where = f"example {example_ids[row]}" if len(example_ids) else f"row {row}"
         for layer, weights in enumerate(layers):
-            example[layer].copy_(weights[row, :, :n, :n])
+            example[layer].copy_(pack(weights[row, :, :n, :n], layout, where).reshape(num_heads, -1))
     return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(lengths),
                                             [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
@@ -219,7 +228,9 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
     signal = signal or ex.signal
     signal_maps = ex.signal_maps if signal == ex.signal and ex.signal_maps else SignalMaps(model, signal)
     uses_token_types = getattr(model.config, "type_vocab_size", 0) > 1
-    pad_id = family_of(model.config.model_type).pad_id(model.config)
+    family = family_of(model.config.model_type)
+    pad_id = family.pad_id(model.config)
+    layout = LOWER_TRIANGLE if family.causal else FULL  # a decoder's upper triangle is zero: not stored
     bounds = shard_bounds(len(ex.example_ids), n_shards)
     lo, hi = int(bounds[index]), int(bounds[index + 1])
     # Every shard carries the identity of the job that wrote it and its own place in the dump, so that a
@@ -230,7 +241,8 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
                 b"atlas.checkpoint": ex.checkpoint["checkpoint"].encode(),
                 b"atlas.num_layers": str(ex.num_layers).encode(), b"atlas.num_heads": str(ex.num_heads).encode(),
                 b"atlas.dtype": b"float16", b"atlas.run_id": run_id.encode(), b"atlas.shard": name.encode(),
-                b"atlas.input_protocol": ex.input_protocol.encode(), b"atlas.signal": signal.encode()}
+                b"atlas.input_protocol": ex.input_protocol.encode(), b"atlas.signal": signal.encode(),
+                b"atlas.layout": layout.encode()}
     schema = DUMP_SCHEMA.with_metadata(metadata)
     started = time.perf_counter()
     # Where the time goes (seconds; the manifest sums them, benchmarks/bench_extraction.py prints them):
@@ -276,12 +288,12 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
             if signal == DEFAULT_SIGNAL and device == "cpu":  # cast while cutting: one pass over the weights
                 layers, signal_seconds = attention_layers(model, *inputs), 0.0
                 copied = time.perf_counter()
-                column = layers_column(layers, ex.lengths[batch])
+                column = layers_column(layers, ex.lengths[batch], layout, ex.example_ids[batch])
             else:
                 maps, signal_seconds = signal_maps(*inputs)
                 maps = maps.cpu().numpy()
                 copied = time.perf_counter()
-                column = maps_column(maps, ex.lengths[batch])
+                column = maps_column(maps, ex.lengths[batch], layout, ex.example_ids[batch])
             record = pa.record_batch([pa.array(ex.example_ids[batch], pa.int64()),
                                       pa.array(ex.lengths[batch], pa.int32()), column], schema=schema)
             waiting = time.perf_counter()
@@ -312,13 +324,14 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
              "run_id": run_id}
     seconds = time.perf_counter() - started
     record = {"model": ex.checkpoint["model"], "checkpoint": ex.checkpoint["checkpoint"],
-              "input_protocol": ex.input_protocol, "signal": signal, "compression": compression,
+              "input_protocol": ex.input_protocol, "signal": signal, "compression": compression, "layout": layout,
               "implementation": ex.implementation,
               "num_layers": ex.num_layers, "num_heads": ex.num_heads, "device": ex.device,
               "token_table": ex.token_table, "table_examples": len(ex.example_ids), "index": index,
               # The token table as this shard read it: the plan checks it (study/integrity.py).
               "token_table_file": file_entry(ex.token_table),
               "num_shards": n_shards, "examples": hi - lo, "tokens": int(lengths.sum()),
+              # The maps' values (T x T per head) whatever the layout stores: bytes per value compare layouts.
               "values": int(sum(ex.num_layers * ex.num_heads * int(n) ** 2 for n in lengths)),
               "seconds": round(seconds, 3), "timings": {k: round(v, 3) for k, v in timings.items()}, "shard": shard}
     record = write_sealed_json(record, record_path)

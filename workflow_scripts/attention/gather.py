@@ -30,7 +30,8 @@ log = logging.getLogger(__name__)
 
 
 # Fields every shard record of one dump must share: records that differ were made by different settings.
-SHARED_FIELDS = ("model", "checkpoint", "input_protocol", "signal", "compression", "implementation", "num_layers",
+SHARED_FIELDS = ("model", "checkpoint", "input_protocol", "signal", "layout", "compression", "implementation",
+                 "num_layers",
                  "num_heads", "token_table", "table_examples", "num_shards")
 
 
@@ -59,6 +60,7 @@ def gather_manifest(out_dir: str | Path, n_shards: int) -> dict[str, Any]:
         if record.get("index") != index or record.get("num_shards") != n_shards or record["shard"]["file"] != name:
             raise AtlasError(f"{path} describes shard {record['shard'].get('file')!r}, not {name!r}")
         record.setdefault("signal", "attention")  # records written before attention.signals hold attention maps
+        record.setdefault("layout", "full")  # records written before causal dumps store whole maps
         records.append(record)
     first = records[0]
     for record in records[1:]:
@@ -85,7 +87,7 @@ def gather_manifest(out_dir: str | Path, n_shards: int) -> dict[str, Any]:
     summary = {"model": first["model"], "checkpoint": first["checkpoint"],
                # The dump's identity is that of its shards: regathering the same shards gives the same id.
                "dump_id": hashlib.sha256(" ".join(s["run_id"] for s in shards).encode()).hexdigest()[:32],
-               "input_protocol": first["input_protocol"], "signal": first["signal"],
+               "input_protocol": first["input_protocol"], "signal": first["signal"], "layout": first["layout"],
                "compression": first["compression"], "implementation": first["implementation"],
                "num_layers": first["num_layers"], "num_heads": first["num_heads"], "examples": position,
                "tokens": sum(r["tokens"] for r in records),

@@ -46,6 +46,7 @@ from ..core.errors import AtlasError
 from ..core.file_records import mark_damaged, seal_problem
 from ..core.float16 import float16_to_float32
 from .align import tokens_to_words, word_units
+from .layout import FULL, LAYOUTS, stored_values, unpack
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,10 @@ class AttentionDump:
         self.num_heads = int(self.manifest["num_heads"])
         self.remove_corrupt = remove_corrupt
         self.signal = str(self.manifest.get("signal", "attention"))
+        self.layout = str(self.manifest.get("layout", FULL))  # dumps written before causal layouts: whole maps
+        if self.layout not in LAYOUTS:
+            raise CorruptShardError(f"attention dump manifest {manifest_path}: layout {self.layout!r} is none of "
+                                    f"{', '.join(LAYOUTS)}; rerun snakemake to rebuild this dump")
         # None: the rows of norm maps, which are no distributions, are divided by their sums (module docstring).
         self.normalise_rows = self.signal == "norm" if normalise_rows is None else bool(normalise_rows)
 
@@ -141,18 +146,20 @@ class AttentionDump:
         else:  # a dump written by hand (tests, tools) carries no identity
             return
         footer.setdefault("atlas.signal", "attention")  # shards written before signals hold attention maps
+        footer.setdefault("atlas.layout", FULL)  # and before causal layouts, whole maps
         expected = {**identity, "atlas.shard": shard["file"], "atlas.model": self.manifest.get("model"),
-                    "atlas.checkpoint": self.manifest.get("checkpoint"), "atlas.signal": self.signal}
+                    "atlas.checkpoint": self.manifest.get("checkpoint"), "atlas.signal": self.signal,
+                    "atlas.layout": self.layout}
         for key, value in expected.items():
             if value is not None and footer.get(key) != value:
                 raise self._corrupt(path, f"it belongs to another dump or extraction run: its {key} is "
                                           f"{footer.get(key)!r}, the manifest expects {value!r}")
 
     def _decode(self, example_id: int, n_tokens: int, blob: np.ndarray, path: Path) -> ExampleMaps:
-        expected = self.num_layers * self.num_heads * n_tokens * n_tokens * 2
+        expected = self.num_layers * self.num_heads * stored_values(n_tokens, self.layout) * 2
         if len(blob) != expected:
             raise self._corrupt(path, f"example {example_id} has {len(blob)} bytes, expected {expected}")
-        maps = blob.view("<f2").reshape(self.num_layers, self.num_heads, n_tokens, n_tokens)
+        maps = unpack(blob.view("<f2").reshape(self.num_layers, self.num_heads, -1), n_tokens, self.layout)
         if self.normalise_rows:
             maps = normalised_rows(maps)
         return ExampleMaps(int(example_id), maps)

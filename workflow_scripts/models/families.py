@@ -8,6 +8,7 @@ types it covers:
   function of those modules; the ``norm`` signal (``attention/signals.py``) records the value vectors (W_V's
   output) as they pass through that function and multiplies them by W_O;
 - how inputs are padded (:meth:`Family.pad_id`; padding is on the right for every family so far);
+- whether the model is causal (a decoder): its dumps store each map's lower triangle (attention/layout.py);
 - whether position ids start after the padding index (:attr:`Family.reserves_padding_positions`, RoBERTa's
   ``create_position_ids_from_input_ids``), which lowers the longest input the model accepts
   (``models/cards.py``).
@@ -73,6 +74,7 @@ class Family:
     # attention (its modeling code does not call transformers' attention-function interface).
     attention_layers: Callable[[Any], list[AttentionLayer]] | None
     reserves_padding_positions: bool = False
+    causal: bool = False  # a decoder: a token attends to itself and the tokens before it (dumps store the triangle)
 
     def pad_id(self, config: Any) -> int:
         """The token id that pads a batch's shorter inputs (right padding; the mask hides them): the model's pad
@@ -91,10 +93,10 @@ FAMILIES: tuple[Family, ...] = (
                                  "data2vec-text"}), _encoder_layers, reserves_padding_positions=True),
     Family("distilbert", frozenset({"distilbert"}), _distilbert_layers),
     Family("modernbert", frozenset({"modernbert"}), _modernbert_layers),
-    Family("gpt2", frozenset({"gpt2"}), _gpt2_layers),
-    Family("gpt-neox", frozenset({"gpt_neox"}), _gpt_neox_layers),  # Pythia
+    Family("gpt2", frozenset({"gpt2"}), _gpt2_layers, causal=True),
+    Family("gpt-neox", frozenset({"gpt_neox"}), _gpt_neox_layers, causal=True),  # Pythia
     # Llama and the families transformers builds on its code (SmolLM and SmolLM2 are model type llama).
-    Family("llama", frozenset({"llama", "mistral", "qwen2", "qwen3"}), _llama_layers),
+    Family("llama", frozenset({"llama", "mistral", "qwen2", "qwen3"}), _llama_layers, causal=True),
     # Position ids after the padding index, like RoBERTa, but attention code of their own.
     Family("roberta-like, own attention", frozenset({"longformer", "ibert", "mpnet"}), None,
            reserves_padding_positions=True),
