@@ -296,8 +296,7 @@ def _family_problems(config: dict[str, Any], name: str) -> list[str]:
     from local files before any job; a hub model not in the local cache is refused by its extraction job."""
     if "norm" not in config["attention"]["signals"]:
         return []
-    model_type = local_model_type(name, config["models"][name])
-    if model_type is None or family_of(model_type).attention_layers is not None:
+    if (model_type := local_model_type(name, config["models"][name])) is None or family_of(model_type).attention_layers:
         return []
     return [f"config key 'attention.signals': 'norm' multiplies each weight by the norm of the head's projected "
             f"value, which needs the attention layout of model {name!r} (model type {model_type!r}); "
