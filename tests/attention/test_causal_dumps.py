@@ -30,18 +30,18 @@ def tiny_gpt2(tmp_path_factory, tiny_roberta):
 
 def test_triangles_pack_and_unpack_by_construction():
     maps = np.tril(np.arange(1, 2 * 16 + 1, dtype=np.float16).reshape(2, 4, 4))
-    stored = pack(maps, LOWER_TRIANGLE, "example 7")
+    stored = pack(maps, LOWER_TRIANGLE, 7)
     assert stored.shape == (2, stored_values(4, LOWER_TRIANGLE)) == (2, 10)
     assert stored[0].tolist() == [1, 5, 6, 9, 10, 11, 13, 14, 15, 16]  # row by row, on and below the diagonal
     assert np.array_equal(unpack(stored, 4, LOWER_TRIANGLE), maps)
-    assert pack(maps, FULL, "x") is maps and stored_values(4, FULL) == 16
-    assert np.array_equal(unpack(pack(maps[:, :1, :1], LOWER_TRIANGLE, "x"), 1, LOWER_TRIANGLE), maps[:, :1, :1])
+    assert pack(maps, FULL, 7) is maps and stored_values(4, FULL) == 16
+    assert np.array_equal(unpack(pack(maps[:, :1, :1], LOWER_TRIANGLE, 7), 1, LOWER_TRIANGLE), maps[:, :1, :1])
     ahead = maps.copy()
     ahead[1, 0, 3] = 0.5
     with pytest.raises(AtlasError, match=r"example 7: the model is declared causal .* attends to tokens after"):
-        pack(ahead, LOWER_TRIANGLE, "example 7")
+        pack(ahead, LOWER_TRIANGLE, 7)
     with pytest.raises(AtlasError, match="declared causal"):
-        pack(torch.from_numpy(ahead), LOWER_TRIANGLE, "example 7")  # the extraction's torch weights too
+        pack(torch.from_numpy(ahead), LOWER_TRIANGLE, 7)  # the extraction's torch weights too
 
 
 def test_a_decoder_dump_stores_lower_triangles_and_reads_back_the_models_maps(tmp_path, tiny_gpt2):

@@ -90,8 +90,8 @@ def _blob_offsets(num_maps: int, lengths: np.ndarray, layout: str, itemsize: int
     return np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
 
 
-def maps_column(maps: np.ndarray, lengths: np.ndarray, layout: str = FULL,
-                example_ids: Sequence[int] = ()) -> pa.LargeBinaryArray:
+def maps_column(maps: np.ndarray, lengths: np.ndarray, layout: str, example_ids: Sequence[int]
+                ) -> pa.LargeBinaryArray:
     """A batch's maps (batch, layers, heads, W, W) cut to each example's T x T (or its lower triangle, for the
     ``lower_triangle`` layout: layout.py), as one Arrow column.
 
@@ -102,14 +102,13 @@ def maps_column(maps: np.ndarray, lengths: np.ndarray, layout: str = FULL,
     data = np.empty(int(offsets[-1]), dtype=np.uint8)
     for row, n in enumerate(lengths.tolist()):
         destination = data[offsets[row]:offsets[row + 1]].view(maps.dtype).reshape(*maps.shape[1:3], -1)
-        where = f"example {example_ids[row]}" if len(example_ids) else f"row {row}"
-        np.copyto(destination, pack(maps[row, :, :, :n, :n], layout, where).reshape(destination.shape))
+        np.copyto(destination, pack(maps[row, :, :, :n, :n], layout, example_ids[row]).reshape(destination.shape))
     return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(lengths),
                                             [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def layers_column(layers: Sequence[Any], lengths: np.ndarray, layout: str = FULL,
-                  example_ids: Sequence[int] = ()) -> pa.LargeBinaryArray:
+def layers_column(layers: Sequence[Any], lengths: np.ndarray, layout: str, example_ids: Sequence[int]
+                  ) -> pa.LargeBinaryArray:
     """Each layer's weights (batch, heads, W, W), cast to float16 and cut to each example's T x T (or its lower
     triangle) straight into the column's data buffer: the same column as maps_column of the stacked float16 maps,
     in one pass over the weights instead of two (no padded float16 batch is made)."""
@@ -121,9 +120,8 @@ def layers_column(layers: Sequence[Any], lengths: np.ndarray, layout: str = FULL
     values = torch.from_numpy(data.view(np.float16))
     for row, n in enumerate(lengths.tolist()):
         example = values[offsets[row] // 2:offsets[row + 1] // 2].view(num_layers, num_heads, -1)
-        where = f"example {example_ids[row]}" if len(example_ids) else f"row {row}"
         for layer, weights in enumerate(layers):
-            example[layer].copy_(pack(weights[row, :, :n, :n], layout, where).reshape(num_heads, -1))
+            example[layer].copy_(pack(weights[row, :, :n, :n], layout, example_ids[row]).reshape(num_heads, -1))
     return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(lengths),
                                             [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 

@@ -34,16 +34,16 @@ def _triangles(n_tokens: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     return (*np.tril_indices(n_tokens), *np.triu_indices(n_tokens, 1))
 
 
-def pack(maps: Any, layout: str, where: str) -> Any:
-    """The stored values of maps (..., T, T) (numpy or torch): the maps themselves, or their lower triangles
-    (..., T(T+1)/2). ``where`` names the example for the error of a causal model that attends ahead."""
+def pack(maps: Any, layout: str, example_id: int) -> Any:
+    """The stored values of an example's maps (..., T, T) (numpy or torch): the maps themselves, or their lower
+    triangles (..., T(T+1)/2). ``example_id`` is named in the error of a causal model that attends ahead."""
     if layout == FULL:
         return maps
     rows, columns, above_rows, above_columns = _triangles(maps.shape[-1])
     if len(above_rows) and bool((maps[..., above_rows, above_columns] != 0).any()):
-        raise AtlasError(f"{where}: the model is declared causal (workflow_scripts/models/families.py) but attends to "
-                         "tokens after the query; its maps cannot be stored as lower triangles. Fix its family's "
-                         "declaration")
+        raise AtlasError(f"example {example_id}: the model is declared causal (workflow_scripts/models/families.py) "
+                         "but attends to tokens after the query; its maps cannot be stored as lower triangles. Fix "
+                         "its family's declaration")
     return maps[..., rows, columns]
 
 

@@ -115,11 +115,15 @@ def local_position_limit(name: str, entry: dict[str, Any]) -> tuple[int, str] | 
     return position_limit(model_config, tokenizer_config.get("model_max_length"))
 
 
-def local_model_type(name: str, entry: dict[str, Any]) -> str | None:
-    """The ``model_type`` of a model entry from local files only (None when its config.json is not local)."""
+def undeclared_attention(name: str, entry: dict[str, Any]) -> str | None:
+    """The ``model_type`` of a model entry whose family does not say where its attention is (models/families.py:
+    no ``norm``, no head ablation), read from local files only; None when it does, or when its config.json is not
+    local (the job that loads it then says so)."""
     model_config, _ = _local_configs(name, entry)
     model_type = (model_config or {}).get("model_type")
-    return model_type if isinstance(model_type, str) else None
+    if isinstance(model_type, str) and family_of(model_type).attention_layers is None:
+        return model_type
+    return None
 
 
 def length_excess(value: int | None, name: str, limit: tuple[int, str] | None) -> str | None:

@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError
 from ..finetune.tasks import checkpoint_name
-from ..models.cards import local_model_type
-from ..models.families import family_of
+from ..models.cards import undeclared_attention
 
 if TYPE_CHECKING:
     from .model import Study
@@ -65,8 +64,8 @@ def check_families(study: Study) -> None:
     (models/families.py), when its config.json is local; a hub model not in the local cache is refused by its job."""
     ablated = dict.fromkeys([m for m, _, _ in study.disabling_runs] + study.found_heads_models)
     for model in ablated:
-        model_type = local_model_type(model, study.config["models"][model])
-        if model_type is not None and family_of(model_type).attention_layers is None:
+        model_type = undeclared_attention(model, study.config["models"][model])
+        if model_type is not None:
             raise ConfigError(f"config key 'ablation': head ablation acts inside each layer's attention, whose layout "
                               f"workflow_scripts/models/families.py does not declare for model {model!r} (model "
                               f"type {model_type!r}). Set ablation.tasks to [] and ablation.found_heads to false, "

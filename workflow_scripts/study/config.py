@@ -23,8 +23,7 @@ import yaml
 from ..attention.stanza_annotator import stanza_model_problems
 from ..core.errors import AtlasError, ConfigError
 from ..data.corpora import Corpora
-from ..models.cards import length_excess, local_model_type, local_position_limit, model_location
-from ..models.families import family_of
+from ..models.cards import length_excess, local_position_limit, model_location, undeclared_attention
 from .config_names import keyed_name_problems
 from .entry_checks import entry_problems
 from .path_names import path_name_problems
@@ -294,9 +293,8 @@ def _max_length_problems(config: dict[str, Any], name: str) -> list[str]:
 def _family_problems(config: dict[str, Any], name: str) -> list[str]:
     """The norm signal on a model whose family does not say where its attention is (models/families.py), found
     from local files before any job; a hub model not in the local cache is refused by its extraction job."""
-    if "norm" not in config["attention"]["signals"]:
-        return []
-    if (model_type := local_model_type(name, config["models"][name])) is None or family_of(model_type).attention_layers:
+    uses_norm = "norm" in config["attention"]["signals"]
+    if not uses_norm or (model_type := undeclared_attention(name, config["models"][name])) is None:
         return []
     return [f"config key 'attention.signals': 'norm' multiplies each weight by the norm of the head's projected "
             f"value, which needs the attention layout of model {name!r} (model type {model_type!r}); "

@@ -8,9 +8,10 @@ is skipped; ``all`` counts every word, the root word too, which no head gets rig
 Why many sentences at once: a sentence's arrays are small (72 heads x 15 words x 15 words for a small model
 on EWT), so scoring one sentence at a time spent its time in numpy's per-call overhead, not in the counts.
 :func:`score_sentences` groups sentences of similar width, pads each group's word-level maps into one array
-(padding: -inf, never a prediction) and takes both argmaxes in two calls, then counts every (sentence,
-relation) row with one ``reduceat`` over the words. :func:`score_sentence` is a group of one;
-tests/syntax/test_dependency_counts.py checks groups of every size against a loop over heads and words.
+(padding: -inf, never a prediction), takes each row's argmax in one call and each column's as a running maximum
+over the rows, then counts every (sentence, relation) row with one ``reduceat`` over the words.
+:func:`score_sentence` is a group of one; tests/syntax/test_dependency_counts.py checks groups of every size
+against a loop over heads and words.
 """
 
 from __future__ import annotations
