@@ -1,11 +1,10 @@
 # Each rule runs the function registered as @entry_point("<rule name>") in workflow_scripts/entrypoints/ablation.py.
 # Causal head checks (docs/ablation.md): heads disabled through transformers' attention-function
 # interface. Which runs and models are ablated is the study model's (STUDY.disabling_runs,
-# STUDY.found_heads_models; workflow_scripts/study/ablation_plan.py).
-from workflow_scripts.study.ablation_plan import disabling_part, found_heads_inputs, found_heads_part, found_heads_runs
+# STUDY.found_heads_models; workflow_scripts/study/plans/ablation.py).
+from workflow_scripts.study.plans.ablation import disabling_part, found_heads_inputs, found_heads_part, found_heads_runs
 
 ABLATION = STUDY.config["ablation"]
-ABLATION_FIGURES = f"{STUDY.results}/figures/ablation"
 
 
 # Each head of a fine-tuned run's final checkpoint disabled alone, in each mode: the change in the task's dev metric.
@@ -16,7 +15,7 @@ rule head_disabling:
     output:
         disabling_part(STUDY, "{model}", "{task}", "{seed}"),
     log:
-        f"{STUDY.results}/logs/ablation/{{model}}_{{task}}.seed{{seed}}_disabling.log",
+        STUDY.paths.log("ablation", "{model}_{task}.seed{seed}_disabling"),
     wildcard_constraints:
         seed=r"\d+",
     conda:
@@ -49,7 +48,7 @@ rule head_disabling_table:
             category="Causal head checks",
         ),
     log:
-        f"{STUDY.results}/logs/ablation/head_disabling_table.log",
+        STUDY.paths.log("ablation", "head_disabling_table"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -65,13 +64,13 @@ rule head_disabling_figure:
         table=STUDY.paths.table("head_disabling"),
     output:
         png=report(
-            f"{ABLATION_FIGURES}/head_disabling_{{model}}.png",
+            STUDY.paths.figure("ablation", "head_disabling_{model}", "png"),
             caption="../report/ablation_head_disabling_figure.rst",
             category="Causal head checks",
         ),
-        pdf=f"{ABLATION_FIGURES}/head_disabling_{{model}}.pdf",
+        pdf=STUDY.paths.figure("ablation", "head_disabling_{model}", "pdf"),
     log:
-        f"{STUDY.results}/logs/ablation/head_disabling_figure_{{model}}.log",
+        STUDY.paths.log("ablation", "head_disabling_figure_{model}"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -90,7 +89,7 @@ rule found_heads:
     output:
         found_heads_part(STUDY, "{model}"),
     log:
-        f"{STUDY.results}/logs/ablation/{{model}}_found_heads.log",
+        STUDY.paths.log("ablation", "{model}_found_heads"),
     conda:
         "../envs/models.yaml"
     threads: ABLATION["threads"]
@@ -134,7 +133,7 @@ rule found_heads_table:
             category="Causal head checks",
         ),
     log:
-        f"{STUDY.results}/logs/ablation/found_heads_table.log",
+        STUDY.paths.log("ablation", "found_heads_table"),
     conda:
         "../envs/surface.yaml"
     threads: 1

@@ -1,6 +1,5 @@
 # Each rule runs the function registered as @entry_point("<rule name>") in workflow_scripts/entrypoints/attention.py.
 # Attention stage (METHODS 4-6): word annotation, token tables aligned to words, attention dumps.
-from workflow_scripts.attention.shards import RECORD_DIR
 from workflow_scripts.core.subjects import split_subject
 from workflow_scripts.study.annotation import stanza_downloads_pending
 
@@ -20,9 +19,9 @@ rule annotation:
     input:
         data=lambda wc: STUDY.paths.data_table(wc.corpus, wc.split),
     output:
-        f"{STUDY.results}/annotation/{{corpus}}/{{split}}.parquet",
+        STUDY.paths.annotation("{corpus}", "{split}"),
     log:
-        f"{STUDY.results}/logs/annotation/{{corpus}}_{{split}}.log",
+        STUDY.paths.log("annotation", "{corpus}_{split}"),
     conda:
         "../envs/annotation.yaml"
     threads: 1
@@ -45,11 +44,11 @@ rule token_table:
     input:
         checkpoint=lambda wc: STUDY.paths.checkpoint_manifest(wc.model, "pretrained"),
         data=lambda wc: STUDY.paths.data_table(wc.corpus, wc.split),
-        annotation=f"{STUDY.results}/annotation/{{corpus}}/{{split}}.parquet",
+        annotation=STUDY.paths.annotation("{corpus}", "{split}"),
     output:
-        f"{STUDY.results}/tokens/{{model}}/{{corpus}}/{{split}}.parquet",
+        STUDY.paths.token_table("{model}", "{corpus}", "{split}"),
     log:
-        f"{STUDY.results}/logs/tokens/{{model}}_{{corpus}}_{{split}}.log",
+        STUDY.paths.log("tokens", "{model}_{corpus}_{split}"),
     conda:
         "../envs/models.yaml"
     threads: 1
@@ -89,10 +88,10 @@ rule extract_attention:
         checkpoint=lambda wc: STUDY.paths.checkpoint_manifest(wc.model, wc.checkpoint),
         tokens=lambda wc: STUDY.paths.token_table(wc.model, wc.corpus, wc.split),
     output:
-        shard=f"{STUDY.results}/attention/{{model}}/{{checkpoint}}/{{corpus}}/{{split}}/{{shard}}.parquet",
-        record=f"{STUDY.results}/attention/{{model}}/{{checkpoint}}/{{corpus}}/{{split}}/{RECORD_DIR}/{{shard}}.json",
+        shard=STUDY.paths.dump_shard("{model}", "{checkpoint}", "{corpus}", "{split}", "{shard}"),
+        record=STUDY.paths.dump_record("{model}", "{checkpoint}", "{corpus}", "{split}", "{shard}"),
     log:
-        f"{STUDY.results}/logs/attention/{{model}}_{{checkpoint}}_{{corpus}}_{{split}}.{{shard}}.log",
+        STUDY.paths.log("attention", "{model}_{checkpoint}_{corpus}_{split}.{shard}"),
     wildcard_constraints:
         shard="|".join(STUDY.shard_stems),
     conda:
@@ -122,17 +121,19 @@ rule extract_attention:
 rule attention_dump_manifest:
     input:
         shards=expand(
-            f"{STUDY.results}/attention/{{{{model}}}}/{{{{checkpoint}}}}/{{{{corpus}}}}/{{{{split}}}}/{{shard}}.parquet",
+            STUDY.paths.dump_shard("{model}", "{checkpoint}", "{corpus}", "{split}", "{shard}"),
             shard=STUDY.shard_stems,
+            allow_missing=True,
         ),
         records=expand(
-            f"{STUDY.results}/attention/{{{{model}}}}/{{{{checkpoint}}}}/{{{{corpus}}}}/{{{{split}}}}/{RECORD_DIR}/{{shard}}.json",
+            STUDY.paths.dump_record("{model}", "{checkpoint}", "{corpus}", "{split}", "{shard}"),
             shard=STUDY.shard_stems,
+            allow_missing=True,
         ),
     output:
-        manifest=f"{STUDY.results}/attention/{{model}}/{{checkpoint}}/{{corpus}}/{{split}}/manifest.json",
+        manifest=STUDY.paths.dump_manifest("{model}", "{checkpoint}", "{corpus}", "{split}"),
     log:
-        f"{STUDY.results}/logs/attention/{{model}}_{{checkpoint}}_{{corpus}}_{{split}}.log",
+        STUDY.paths.log("attention", "{model}_{checkpoint}_{corpus}_{split}"),
     conda:
         "../envs/models.yaml"
     threads: 1
@@ -151,12 +152,12 @@ rule attention_dumps_table:
         tokens=sorted({STUDY.paths.token_table(m, c, s) for m, _, c, s in STUDY.dumps}),
     output:
         report(
-            f"{STUDY.results}/tables/attention_dumps.csv",
+            STUDY.paths.table("attention_dumps"),
             caption="../report/attention_dumps.rst",
             category="Attention",
         ),
     log:
-        f"{STUDY.results}/logs/attention/dumps_table.log",
+        STUDY.paths.log("attention", "dumps_table"),
     conda:
         "../envs/models.yaml"
     threads: 1

@@ -26,9 +26,9 @@ rule glue_table:
     input:
         mirror=lambda wc: STUDY.inputs.source_files(wc.task, wc.split),
     output:
-        f"{STUDY.results}/data/{{task}}/{{split}}.parquet",
+        STUDY.paths.data_table("{task}", "{split}"),
     log:
-        f"{STUDY.results}/logs/data/{{task}}_{{split}}.log",
+        STUDY.paths.log("data", "{task}_{split}"),
     wildcard_constraints:
         task=STUDY.entry_pattern("glue"),
     conda:
@@ -49,9 +49,9 @@ rule wic_table:
     input:
         mirror=lambda wc: STUDY.inputs.source_files(wc.task, wc.split),
     output:
-        f"{STUDY.results}/data/{{task}}/{{split}}.parquet",
+        STUDY.paths.data_table("{task}", "{split}"),
     log:
-        f"{STUDY.results}/logs/data/{{task}}_{{split}}.log",
+        STUDY.paths.log("data", "{task}_{split}"),
     wildcard_constraints:
         task=STUDY.entry_pattern("wic"),
     conda:
@@ -73,9 +73,9 @@ rule task_table:
     input:
         files=lambda wc: STUDY.inputs.source_files(wc.task, wc.split),
     output:
-        f"{STUDY.results}/data/{{task}}/{{split}}.parquet",
+        STUDY.paths.data_table("{task}", "{split}"),
     log:
-        f"{STUDY.results}/logs/data/{{task}}_{{split}}.log",
+        STUDY.paths.log("data", "{task}_{split}"),
     wildcard_constraints:
         task=STUDY.entry_pattern("hub", "table"),
     conda:
@@ -96,9 +96,9 @@ rule treebank_table:
     input:
         files=lambda wc: STUDY.inputs.source_files(wc.treebank, wc.split),
     output:
-        f"{STUDY.results}/data/{{treebank}}/{{split}}.parquet",
+        STUDY.paths.data_table("{treebank}", "{split}"),
     log:
-        f"{STUDY.results}/logs/data/{{treebank}}_{{split}}.log",
+        STUDY.paths.log("data", "{treebank}_{split}"),
     wildcard_constraints:
         treebank=STUDY.entry_pattern("treebank"),
     conda:
@@ -124,9 +124,9 @@ rule coreference_mentions:
     input:
         files=lambda wc: STUDY.inputs.source_files(wc.treebank, wc.split),
     output:
-        f"{STUDY.results}/data/{{treebank}}/{{split}}.mentions.parquet",
+        STUDY.paths.mentions_table("{treebank}", "{split}"),
     log:
-        f"{STUDY.results}/logs/data/{{treebank}}_{{split}}_mentions.log",
+        STUDY.paths.log("data", "{treebank}_{split}_mentions"),
     wildcard_constraints:
         treebank=STUDY.entry_pattern("treebank"),
     conda:
@@ -152,9 +152,9 @@ rule wiki_segments:
     input:
         mirror=lambda wc: STUDY.inputs.source_files("wiki", "segments"),
     output:
-        f"{STUDY.results}/data/wiki/segments.parquet",
+        STUDY.paths.data_table("wiki", "segments"),
     log:
-        f"{STUDY.results}/logs/data/wiki_segments.log",
+        STUDY.paths.log("data", "wiki_segments"),
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -176,9 +176,9 @@ rule glove_vectors:
     input:
         mirror=lambda wc: STUDY.inputs.source_files("glove", "vectors"),
     output:
-        f"{STUDY.results}/data/glove/vectors.parquet",
+        STUDY.paths.data_table("glove", "vectors"),
     log:
-        f"{STUDY.results}/logs/data/glove_vectors.log",
+        STUDY.paths.log("data", "glove_vectors"),
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -200,12 +200,12 @@ rule data_summary:
         STUDY.data_tables(),
     output:
         report(
-            f"{STUDY.results}/tables/data_summary.csv",
+            STUDY.paths.table("data_summary"),
             caption="../report/data_summary.rst",
             category="Data",
         ),
     log:
-        f"{STUDY.results}/logs/data/summary.log",
+        STUDY.paths.log("data", "summary"),
     conda:
         "../envs/data.yaml"
     threads: 1

@@ -2,7 +2,7 @@
 # The head explorer: one self-contained HTML page per model (no server, no external URL; it opens from a file
 # and inside `snakemake --report`), built from the study's per-head tables, the pattern features of each
 # analysed task and the maps of a few example inputs before and after fine-tuning. What a page reads is the
-# study model's (STUDY.explorer, workflow_scripts/study/explorer_plan.py). See docs/explorer.md.
+# study model's (STUDY.explorer, workflow_scripts/study/plans/explorer.py). See docs/explorer.md.
 
 EXPLORER = STUDY.config["explorer"]
 
@@ -12,12 +12,12 @@ rule head_explorer:
         unpack(STUDY.inputs.explorer),
     output:
         report(
-            f"{STUDY.results}/explorer/{{model}}.html",
+            STUDY.paths.page("explorer", "{model}"),
             caption="../report/explorer_head_explorer.rst",
             category="Head explorer",
         ),
     log:
-        f"{STUDY.results}/logs/explorer/{{model}}_head_explorer.log",
+        STUDY.paths.log("explorer", "{model}_head_explorer"),
     conda:
         "../envs/surface.yaml"
     threads: 1

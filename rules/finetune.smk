@@ -23,13 +23,12 @@ for _task in STUDY.finetune_tasks:
             dev=STUDY.paths.data_table(_task, STUDY.dev_split(_task)),
         output:
             steps=[
-                f"{STUDY.results}/checkpoints/{{model}}/{_task}.seed{{seed}}.step{step}/checkpoint.json"
-                for step in _settings["save_steps"]
+                STUDY.paths.finetuned_checkpoint("{model}", _task, "{seed}", step) for step in _settings["save_steps"]
             ],
-            final=f"{STUDY.results}/checkpoints/{{model}}/{_task}.seed{{seed}}.final/checkpoint.json",
-            metrics=f"{STUDY.results}/finetune/{{model}}/{_task}.seed{{seed}}.metrics.json",
+            final=STUDY.paths.finetuned_checkpoint("{model}", _task, "{seed}"),
+            metrics=STUDY.paths.finetune_metrics("{model}", _task, "{seed}"),
         log:
-            f"{STUDY.results}/logs/finetune/{{model}}/{_task}.seed{{seed}}.log",
+            STUDY.paths.log("finetune", f"{{model}}/{_task}.seed{{seed}}"),
         wildcard_constraints:
             seed=r"\d+",
         conda:
@@ -55,12 +54,12 @@ rule finetune_metrics_table:
         [STUDY.paths.finetune_metrics(model, task, seed) for model, task, seed in STUDY.finetune_runs],
     output:
         report(
-            f"{STUDY.results}/tables/finetune_metrics.csv",
+            STUDY.paths.table("finetune_metrics"),
             caption="../report/finetune_metrics.rst",
             category="Fine-tuning",
         ),
     log:
-        f"{STUDY.results}/logs/finetune/finetune_metrics_table.log",
+        STUDY.paths.log("finetune", "finetune_metrics_table"),
     conda:
         "../envs/finetune.yaml"
     threads: 1

@@ -9,9 +9,6 @@
 # by 'finetune_effects.max_dev_examples' (the first N examples). See docs/finetune_effects.md.
 
 FE = STUDY.config["finetune_effects"]
-FE_DIR = STUDY.paths.analysis("finetune_effects")
-FE_PART = f"{FE_DIR}/{{model}}/{{checkpoint}}/{{corpus}}"
-FE_FIGURES = f"{STUDY.results}/figures/finetune_effects"
 FE_CATEGORY = "Fine-tuning effects"
 FINETUNED_NAME = r"[a-z0-9]+\.seed\d+\.(step\d+|final)"
 
@@ -20,9 +17,9 @@ rule pattern_features:
     input:
         unpack(STUDY.inputs.effects_dump),
     output:
-        f"{FE_PART}/pattern_features.parquet",
+        STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "pattern_features.parquet"),
     log:
-        f"{STUDY.results}/logs/finetune_effects/{{model}}_{{checkpoint}}_{{corpus}}_pattern_features.log",
+        STUDY.paths.log("finetune_effects", "{model}_{checkpoint}_{corpus}_pattern_features"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -40,9 +37,9 @@ rule pattern_label_seed:
     input:
         features=STUDY.inputs.pattern_label_features,
     output:
-        f"{FE_DIR}/{{model}}/pattern_labels_seed.csv",
+        STUDY.paths.analysis("finetune_effects", "{model}", "pattern_labels_seed.csv"),
     log:
-        f"{STUDY.results}/logs/finetune_effects/{{model}}_pattern_label_seed.log",
+        STUDY.paths.log("finetune_effects", "{model}_pattern_label_seed"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -62,12 +59,12 @@ rule pattern_cnn:
     input:
         unpack(STUDY.inputs.pattern_cnn),
     output:
-        model=f"{FE_DIR}/{{model}}/pattern_cnn.safetensors",
-        model_info=f"{FE_DIR}/{{model}}/pattern_cnn.json",
-        labels=f"{FE_DIR}/{{model}}/pattern_labels.csv",
-        metrics=f"{FE_DIR}/{{model}}/pattern_classifier.csv",
+        model=STUDY.paths.analysis("finetune_effects", "{model}", "pattern_cnn.safetensors"),
+        model_info=STUDY.paths.analysis("finetune_effects", "{model}", "pattern_cnn.json"),
+        labels=STUDY.paths.analysis("finetune_effects", "{model}", "pattern_labels.csv"),
+        metrics=STUDY.paths.analysis("finetune_effects", "{model}", "pattern_classifier.csv"),
     log:
-        f"{STUDY.results}/logs/finetune_effects/{{model}}_pattern_cnn.log",
+        STUDY.paths.log("finetune_effects", "{model}_pattern_cnn"),
     conda:
         "../envs/surface.yaml"
     threads: FE["threads"]
@@ -86,9 +83,9 @@ rule pattern_classes_part:
     input:
         unpack(STUDY.inputs.pattern_classes),
     output:
-        f"{FE_PART}/pattern_classes.csv",
+        STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "pattern_classes.csv"),
     log:
-        f"{STUDY.results}/logs/finetune_effects/{{model}}_{{checkpoint}}_{{corpus}}_pattern_classes.log",
+        STUDY.paths.log("finetune_effects", "{model}_{checkpoint}_{corpus}_pattern_classes"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -108,9 +105,9 @@ rule finetune_change_part:
         unpack(STUDY.inputs.effects_dump),
         pretrained=lambda wc: STUDY.paths.dump_manifest(wc.model, "pretrained", wc.corpus, STUDY.dev_split(wc.corpus)),
     output:
-        f"{FE_PART}/finetune_change.csv",
+        STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "finetune_change.csv"),
     log:
-        f"{STUDY.results}/logs/finetune_effects/{{model}}_{{checkpoint}}_{{corpus}}_finetune_change.log",
+        STUDY.paths.log("finetune_effects", "{model}_{checkpoint}_{corpus}_finetune_change"),
     wildcard_constraints:
         checkpoint=FINETUNED_NAME,
     conda:
@@ -130,12 +127,12 @@ rule finetune_change_part:
 rule lexical_counts:
     input:
         unpack(STUDY.inputs.effects_dump),
-        annotation=lambda wc: f"{STUDY.results}/annotation/{wc.corpus}/{STUDY.dev_split(wc.corpus)}.parquet",
+        annotation=lambda wc: STUDY.paths.annotation(wc.corpus, STUDY.dev_split(wc.corpus)),
     output:
-        counts=f"{FE_PART}/lexical_counts.npz",
-        summary=f"{FE_PART}/lexical_counts.json",
+        counts=STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "lexical_counts.npz"),
+        summary=STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "lexical_counts.json"),
     log:
-        f"{STUDY.results}/logs/finetune_effects/{{model}}_{{checkpoint}}_{{corpus}}_lexical_counts.log",
+        STUDY.paths.log("finetune_effects", "{model}_{checkpoint}_{corpus}_lexical_counts"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -155,12 +152,12 @@ rule pattern_classes_table:
         [STUDY.inputs.effects_part(m, c, t, "pattern_classes.csv") for m, c, t in STUDY.effects_targets],
     output:
         report(
-            f"{STUDY.results}/tables/pattern_classes.csv",
+            STUDY.paths.table("pattern_classes"),
             caption="../report/finetune_effects_pattern_classes_table.rst",
             category=FE_CATEGORY,
         ),
     log:
-        f"{STUDY.results}/logs/finetune_effects/pattern_classes_table.log",
+        STUDY.paths.log("finetune_effects", "pattern_classes_table"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -175,15 +172,15 @@ rule pattern_classes_table:
 
 rule pattern_classifier_table:
     input:
-        [f"{FE_DIR}/{m}/pattern_classifier.csv" for m in STUDY.subjects],
+        [STUDY.paths.analysis("finetune_effects", m, "pattern_classifier.csv") for m in STUDY.subjects],
     output:
         report(
-            f"{STUDY.results}/tables/pattern_classifier.csv",
+            STUDY.paths.table("pattern_classifier"),
             caption="../report/finetune_effects_pattern_classifier.rst",
             category=FE_CATEGORY,
         ),
     log:
-        f"{STUDY.results}/logs/finetune_effects/pattern_classifier_table.log",
+        STUDY.paths.log("finetune_effects", "pattern_classifier_table"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -203,12 +200,12 @@ rule finetune_change_table:
         ],
     output:
         report(
-            f"{STUDY.results}/tables/finetune_change.csv",
+            STUDY.paths.table("finetune_change"),
             caption="../report/finetune_effects_change_table.rst",
             category=FE_CATEGORY,
         ),
     log:
-        f"{STUDY.results}/logs/finetune_effects/finetune_change_table.log",
+        STUDY.paths.log("finetune_effects", "finetune_change_table"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -225,32 +222,32 @@ rule lexical_tables:
         checkpoints=[STUDY.paths.checkpoint_manifest(m, c) for m, c, t in STUDY.effects_targets],
     output:
         layers=report(
-            f"{STUDY.results}/tables/lexical_layers.csv",
+            STUDY.paths.table("lexical_layers"),
             caption="../report/finetune_effects_lexical_layers.rst",
             category=FE_CATEGORY,
         ),
         heads=report(
-            f"{STUDY.results}/tables/lexical_heads.csv",
+            STUDY.paths.table("lexical_heads"),
             caption="../report/finetune_effects_lexical_heads.rst",
             category=FE_CATEGORY,
         ),
         change=report(
-            f"{STUDY.results}/tables/lexical_change.csv",
+            STUDY.paths.table("lexical_change"),
             caption="../report/finetune_effects_lexical_change.rst",
             category=FE_CATEGORY,
         ),
         last_layer=report(
-            f"{STUDY.results}/tables/lexical_last_layer.csv",
+            STUDY.paths.table("lexical_last_layer"),
             caption="../report/finetune_effects_lexical_last_layer.rst",
             category=FE_CATEGORY,
         ),
         top=report(
-            f"{STUDY.results}/tables/lexical_top_layers.csv",
+            STUDY.paths.table("lexical_top_layers"),
             caption="../report/finetune_effects_lexical_top_layers.rst",
             category=FE_CATEGORY,
         ),
     log:
-        f"{STUDY.results}/logs/finetune_effects/lexical_tables.log",
+        STUDY.paths.log("finetune_effects", "lexical_tables"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -270,30 +267,36 @@ rule lexical_tables:
 
 rule finetune_effects_figures:
     input:
-        classes=f"{STUDY.results}/tables/pattern_classes.csv",
-        change=f"{STUDY.results}/tables/finetune_change.csv",
-        lexical=f"{STUDY.results}/tables/lexical_layers.csv",
+        classes=STUDY.paths.table("pattern_classes"),
+        change=STUDY.paths.table("finetune_change"),
+        lexical=STUDY.paths.table("lexical_layers"),
     output:
         classes_png=report(
-            f"{FE_FIGURES}/pattern_classes.png",
+            STUDY.paths.figure("finetune_effects", "pattern_classes", "png"),
             caption="../report/finetune_effects_pattern_classes.rst",
             category=FE_CATEGORY,
         ),
-        classes_pdf=f"{FE_FIGURES}/pattern_classes.pdf",
+        classes_pdf=STUDY.paths.figure("finetune_effects", "pattern_classes", "pdf"),
         change_png=report(
-            f"{FE_FIGURES}/finetune_change.png", caption="../report/finetune_effects_change.rst", category=FE_CATEGORY
+            STUDY.paths.figure("finetune_effects", "finetune_change", "png"),
+            caption="../report/finetune_effects_change.rst",
+            category=FE_CATEGORY,
         ),
-        change_pdf=f"{FE_FIGURES}/finetune_change.pdf",
+        change_pdf=STUDY.paths.figure("finetune_effects", "finetune_change", "pdf"),
         lexical_png=report(
-            f"{FE_FIGURES}/lexical_layers.png", caption="../report/finetune_effects_lexical.rst", category=FE_CATEGORY
+            STUDY.paths.figure("finetune_effects", "lexical_layers", "png"),
+            caption="../report/finetune_effects_lexical.rst",
+            category=FE_CATEGORY,
         ),
-        lexical_pdf=f"{FE_FIGURES}/lexical_layers.pdf",
+        lexical_pdf=STUDY.paths.figure("finetune_effects", "lexical_layers", "pdf"),
         trajectory_png=report(
-            f"{FE_FIGURES}/trajectory.png", caption="../report/finetune_effects_trajectory.rst", category=FE_CATEGORY
+            STUDY.paths.figure("finetune_effects", "trajectory", "png"),
+            caption="../report/finetune_effects_trajectory.rst",
+            category=FE_CATEGORY,
         ),
-        trajectory_pdf=f"{FE_FIGURES}/trajectory.pdf",
+        trajectory_pdf=STUDY.paths.figure("finetune_effects", "trajectory", "pdf"),
     log:
-        f"{STUDY.results}/logs/finetune_effects/figures.log",
+        STUDY.paths.log("finetune_effects", "figures"),
     conda:
         "../envs/surface.yaml"
     threads: 1

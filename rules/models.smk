@@ -16,9 +16,9 @@ if not STUDY.offline:
 
 rule model_card:
     output:
-        f"{STUDY.results}/models/{{model}}/model.json",
+        STUDY.paths.model_card("{model}"),
     log:
-        f"{STUDY.results}/logs/models/{{model}}_card.log",
+        STUDY.paths.log("models", "{model}_card"),
     conda:
         "../envs/models.yaml"
     threads: 1
@@ -34,15 +34,15 @@ rule model_card:
 
 rule models_table:
     input:
-        expand(f"{STUDY.results}/models/{{model}}/model.json", model=STUDY.models),
+        expand(STUDY.paths.model_card("{model}"), model=STUDY.models),
     output:
         report(
-            f"{STUDY.results}/tables/models.csv",
+            STUDY.paths.table("models"),
             caption="../report/models.rst",
             category="Models",
         ),
     log:
-        f"{STUDY.results}/logs/models/models_table.log",
+        STUDY.paths.log("models", "models_table"),
     conda:
         "../envs/models.yaml"
     threads: 1
@@ -59,11 +59,11 @@ rule models_table:
 
 rule pretrained_checkpoint:
     input:
-        f"{STUDY.results}/models/{{model}}/model.json",
+        STUDY.paths.model_card("{model}"),
     output:
-        f"{STUDY.results}/checkpoints/{{model}}/pretrained/checkpoint.json",
+        STUDY.paths.checkpoint_manifest("{model}", "pretrained"),
     log:
-        f"{STUDY.results}/logs/checkpoints/{{model}}_pretrained.log",
+        STUDY.paths.log("checkpoints", "{model}_pretrained"),
     conda:
         "../envs/models.yaml"
     threads: 1
@@ -78,11 +78,11 @@ rule pretrained_checkpoint:
 
 rule random_checkpoint:
     input:
-        f"{STUDY.results}/models/{{model}}/model.json",
+        STUDY.paths.model_card("{model}"),
     output:
-        f"{STUDY.results}/checkpoints/{{model}}/random/checkpoint.json",
+        STUDY.paths.checkpoint_manifest("{model}", "random"),
     log:
-        f"{STUDY.results}/logs/checkpoints/{{model}}_random.log",
+        STUDY.paths.log("checkpoints", "{model}_random"),
     conda:
         "../envs/models.yaml"
     threads: 1

@@ -10,7 +10,6 @@ from workflow_scripts.report.registry import paper_value_files
 from workflow_scripts.core.stages import STAGES
 
 REPORT_CATEGORY = "Summary"
-REPORT_FIGURES = f"{STUDY.results}/figures/summary"
 # Inputs (not params): editing the published numbers reruns the comparison and the summary pages.
 PAPER_VALUES = [str(path) for path in paper_value_files(STAGES, workflow.basedir)]
 
@@ -21,12 +20,12 @@ rule paper_comparison:
         paper_values=PAPER_VALUES,
     output:
         report(
-            f"{STUDY.results}/tables/paper_comparison.csv",
+            STUDY.paths.table("paper_comparison"),
             caption="../report/report_paper_comparison.rst",
             category=REPORT_CATEGORY,
         ),
     log:
-        f"{STUDY.results}/logs/report/paper_comparison.log",
+        STUDY.paths.log("report", "paper_comparison"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -46,13 +45,13 @@ rule summary_figure:
         paper_values=PAPER_VALUES,
     output:
         png=report(
-            f"{REPORT_FIGURES}/{{model}}.png",
+            STUDY.paths.figure("summary", "{model}", "png"),
             caption="../report/report_summary_figure.rst",
             category=REPORT_CATEGORY,
         ),
-        pdf=f"{REPORT_FIGURES}/{{model}}.pdf",
+        pdf=STUDY.paths.figure("summary", "{model}", "pdf"),
     log:
-        f"{STUDY.results}/logs/report/summary_figure_{{model}}.log",
+        STUDY.paths.log("report", "summary_figure_{model}"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -78,7 +77,7 @@ rule signal_comparison:
             category=REPORT_CATEGORY,
         ),
     log:
-        f"{STUDY.results}/logs/report/signal_comparison.log",
+        STUDY.paths.log("report", "signal_comparison"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -100,13 +99,13 @@ rule signal_comparison_figure:
         table=STUDY.paths.table("signal_comparison"),
     output:
         png=report(
-            f"{STUDY.results}/figures/signals/{{model}}.png",
+            STUDY.paths.figure("signals", "{model}", "png"),
             caption="../report/report_signal_comparison_figure.rst",
             category=REPORT_CATEGORY,
         ),
-        pdf=f"{STUDY.results}/figures/signals/{{model}}.pdf",
+        pdf=STUDY.paths.figure("signals", "{model}", "pdf"),
     log:
-        f"{STUDY.results}/logs/report/signal_comparison_figure_{{model}}.log",
+        STUDY.paths.log("report", "signal_comparison_figure_{model}"),
     conda:
         "../envs/surface.yaml"
     threads: 1

@@ -4,9 +4,9 @@
 # rules combine the parts into {results}/tables/{surface_heads,sep_gradient,head_clusters}.csv and draw
 # the figures under {results}/figures/surface/. See docs/surface.md.
 
+from workflow_scripts.study.plans.surface import MEASURE_PATTERN, measure_caption
+
 SURFACE = STUDY.config["surface"]
-SURFACE_PART = STUDY.paths.analysis("surface", "{model}", "{checkpoint}")
-SURFACE_FIGURES = f"{STUDY.results}/figures/surface"
 
 
 # The surface statistics and attention distance sum over a dump's examples: one job per shard group of the dump
@@ -17,9 +17,9 @@ rule surface_heads_shard:
     input:
         unpack(STUDY.inputs.surface),
     output:
-        f"{SURFACE_PART}/shards/surface_heads.{{shard_group}}.parquet",
+        STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "surface_heads"),
     log:
-        f"{STUDY.results}/logs/surface/{{model}}_{{checkpoint}}_surface_heads.{{shard_group}}.log",
+        STUDY.paths.log("surface", "{model}_{checkpoint}_surface_heads.{shard_group}"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -38,14 +38,14 @@ rule surface_heads_part:
     input:
         dump=lambda wc: STUDY.inputs.surface(wc)["dump"],
         partials=expand(
-            f"{SURFACE_PART}/shards/surface_heads.{{shard_group}}.parquet",
+            STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "surface_heads"),
             shard_group=STUDY.shard_groups,
             allow_missing=True,
         ),
     output:
-        f"{SURFACE_PART}/surface_heads.csv",
+        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "surface_heads.csv"),
     log:
-        f"{STUDY.results}/logs/surface/{{model}}_{{checkpoint}}_surface_heads.log",
+        STUDY.paths.log("surface", "{model}_{checkpoint}_surface_heads"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -65,9 +65,9 @@ rule sep_gradient_part:
     input:
         unpack(STUDY.inputs.sep_gradient),
     output:
-        f"{SURFACE_PART}/sep_gradient.csv",
+        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "sep_gradient.csv"),
     log:
-        f"{STUDY.results}/logs/surface/{{model}}_{{checkpoint}}_sep_gradient.log",
+        STUDY.paths.log("surface", "{model}_{checkpoint}_sep_gradient"),
     conda:
         "../envs/surface.yaml"
     threads: SURFACE["threads"]
@@ -91,12 +91,12 @@ rule sep_gradient_part:
 rule head_clusters_part:
     input:
         unpack(STUDY.inputs.surface),
-        surface=f"{SURFACE_PART}/surface_heads.csv",
+        surface=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "surface_heads.csv"),
     output:
-        clusters=f"{SURFACE_PART}/head_clusters.csv",
-        distances=f"{SURFACE_PART}/head_distances.csv",
+        clusters=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "head_clusters.csv"),
+        distances=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "head_distances.csv"),
     log:
-        f"{STUDY.results}/logs/surface/{{model}}_{{checkpoint}}_head_clusters.log",
+        STUDY.paths.log("surface", "{model}_{checkpoint}_head_clusters"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -117,9 +117,9 @@ rule attention_distance_shard:
     input:
         dump=lambda wc: STUDY.inputs.surface(wc)["dump"],
     output:
-        f"{SURFACE_PART}/shards/attention_distance.{{shard_group}}.parquet",
+        STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "attention_distance"),
     log:
-        f"{STUDY.results}/logs/surface/{{model}}_{{checkpoint}}_attention_distance.{{shard_group}}.log",
+        STUDY.paths.log("surface", "{model}_{checkpoint}_attention_distance.{shard_group}"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -137,14 +137,14 @@ rule attention_distance_part:
     input:
         dump=lambda wc: STUDY.inputs.surface(wc)["dump"],
         partials=expand(
-            f"{SURFACE_PART}/shards/attention_distance.{{shard_group}}.parquet",
+            STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "attention_distance"),
             shard_group=STUDY.shard_groups,
             allow_missing=True,
         ),
     output:
-        f"{SURFACE_PART}/attention_distance.csv",
+        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "attention_distance.csv"),
     log:
-        f"{STUDY.results}/logs/surface/{{model}}_{{checkpoint}}_attention_distance.log",
+        STUDY.paths.log("surface", "{model}_{checkpoint}_attention_distance"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -160,17 +160,95 @@ rule attention_distance_part:
         "scripts/entry.py"
 
 
-rule attention_distance_table:
+# The declared head measures (workflow_scripts/surface/measures.py): these three rules run every one of them, on the
+# surface dump per shard group as the attention distance does; the table's caption is the declaration's own
+# (report/surface_head_measure.rst shows params.caption). docs/contributing.md, "Recipe: add an analysis".
+rule head_measure_shard:
     input:
-        [f"{STUDY.results}/analysis/surface/{m}/{c}/attention_distance.csv" for m, c in STUDY.surface_pairs],
+        dump=lambda wc: STUDY.inputs.surface(wc)["dump"],
+        tokens=lambda wc: STUDY.inputs.surface(wc)["tokens"],
+    output:
+        STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "{measure}"),
+    log:
+        STUDY.paths.log("surface", "{model}_{checkpoint}_{measure}.{shard_group}"),
+    wildcard_constraints:
+        measure=MEASURE_PATTERN,
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    script:
+        "scripts/entry.py"
+
+
+rule head_measure_part:
+    input:
+        dump=lambda wc: STUDY.inputs.surface(wc)["dump"],
+        partials=expand(
+            STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "{measure}"),
+            shard_group=STUDY.shard_groups,
+            allow_missing=True,
+        ),
+    output:
+        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "{measure}.csv"),
+    log:
+        STUDY.paths.log("surface", "{model}_{checkpoint}_{measure}"),
+    wildcard_constraints:
+        measure=MEASURE_PATTERN,
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        corpus=SURFACE["corpus"],
+        split=SURFACE["split"],
+        resamples=SURFACE["bootstrap_resamples"],
+        bootstrap_seed=SURFACE["bootstrap_seed"],
+    script:
+        "scripts/entry.py"
+
+
+rule head_measure_table:
+    input:
+        lambda wc: [STUDY.paths.analysis("surface", m, c, f"{wc.measure}.csv") for m, c in STUDY.surface_pairs],
     output:
         report(
-            f"{STUDY.results}/tables/attention_distance.csv",
+            STUDY.paths.table("{measure}"),
+            caption="../report/surface_head_measure.rst",
+            category="What does BERT look at?",
+            subcategory="Head measures",
+        ),
+    log:
+        STUDY.paths.log("surface", "{measure}_table"),
+    wildcard_constraints:
+        measure=MEASURE_PATTERN,
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        caption=measure_caption,
+    script:
+        "scripts/entry.py"
+
+
+rule attention_distance_table:
+    input:
+        [STUDY.paths.analysis("surface", m, c, "attention_distance.csv") for m, c in STUDY.surface_pairs],
+    output:
+        report(
+            STUDY.paths.table("attention_distance"),
             caption="../report/surface_attention_distance.rst",
             category="What does BERT look at?",
         ),
     log:
-        f"{STUDY.results}/logs/surface/attention_distance_table.log",
+        STUDY.paths.log("surface", "attention_distance_table"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -183,15 +261,15 @@ rule attention_distance_table:
 
 rule surface_heads_table:
     input:
-        [f"{STUDY.results}/analysis/surface/{m}/{c}/surface_heads.csv" for m, c in STUDY.surface_pairs],
+        [STUDY.paths.analysis("surface", m, c, "surface_heads.csv") for m, c in STUDY.surface_pairs],
     output:
         report(
-            f"{STUDY.results}/tables/surface_heads.csv",
+            STUDY.paths.table("surface_heads"),
             caption="../report/surface_heads.rst",
             category="What does BERT look at?",
         ),
     log:
-        f"{STUDY.results}/logs/surface/surface_heads_table.log",
+        STUDY.paths.log("surface", "surface_heads_table"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -204,15 +282,15 @@ rule surface_heads_table:
 
 rule sep_gradient_table:
     input:
-        [f"{STUDY.results}/analysis/surface/{m}/{c}/sep_gradient.csv" for m, c in STUDY.gradient_pairs],
+        [STUDY.paths.analysis("surface", m, c, "sep_gradient.csv") for m, c in STUDY.gradient_pairs],
     output:
         report(
-            f"{STUDY.results}/tables/sep_gradient.csv",
+            STUDY.paths.table("sep_gradient"),
             caption="../report/surface_sep_gradient.rst",
             category="What does BERT look at?",
         ),
     log:
-        f"{STUDY.results}/logs/surface/sep_gradient_table.log",
+        STUDY.paths.log("surface", "sep_gradient_table"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -225,15 +303,15 @@ rule sep_gradient_table:
 
 rule head_clusters_table:
     input:
-        [f"{STUDY.results}/analysis/surface/{m}/{c}/head_clusters.csv" for m, c in STUDY.surface_pairs],
+        [STUDY.paths.analysis("surface", m, c, "head_clusters.csv") for m, c in STUDY.surface_pairs],
     output:
         report(
-            f"{STUDY.results}/tables/head_clusters.csv",
+            STUDY.paths.table("head_clusters"),
             caption="../report/surface_head_clusters.rst",
             category="What does BERT look at?",
         ),
     log:
-        f"{STUDY.results}/logs/surface/head_clusters_table.log",
+        STUDY.paths.log("surface", "head_clusters_table"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -246,28 +324,28 @@ rule head_clusters_table:
 
 rule surface_figures:
     input:
-        f"{STUDY.results}/tables/surface_heads.csv",
+        STUDY.paths.table("surface_heads"),
     output:
         special_png=report(
-            f"{SURFACE_FIGURES}/special_tokens.png",
+            STUDY.paths.figure("surface", "special_tokens", "png"),
             caption="../report/surface_special_tokens.rst",
             category="What does BERT look at?",
         ),
-        special_pdf=f"{SURFACE_FIGURES}/special_tokens.pdf",
+        special_pdf=STUDY.paths.figure("surface", "special_tokens", "pdf"),
         positional_png=report(
-            f"{SURFACE_FIGURES}/positional.png",
+            STUDY.paths.figure("surface", "positional", "png"),
             caption="../report/surface_positional.rst",
             category="What does BERT look at?",
         ),
-        positional_pdf=f"{SURFACE_FIGURES}/positional.pdf",
+        positional_pdf=STUDY.paths.figure("surface", "positional", "pdf"),
         entropy_png=report(
-            f"{SURFACE_FIGURES}/entropy.png",
+            STUDY.paths.figure("surface", "entropy", "png"),
             caption="../report/surface_entropy.rst",
             category="What does BERT look at?",
         ),
-        entropy_pdf=f"{SURFACE_FIGURES}/entropy.pdf",
+        entropy_pdf=STUDY.paths.figure("surface", "entropy", "pdf"),
     log:
-        f"{STUDY.results}/logs/surface/surface_figures.log",
+        STUDY.paths.log("surface", "surface_figures"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -280,16 +358,16 @@ rule surface_figures:
 
 rule sep_gradient_figure:
     input:
-        f"{STUDY.results}/tables/sep_gradient.csv",
+        STUDY.paths.table("sep_gradient"),
     output:
         png=report(
-            f"{SURFACE_FIGURES}/sep_gradient.png",
+            STUDY.paths.figure("surface", "sep_gradient", "png"),
             caption="../report/surface_sep_gradient_figure.rst",
             category="What does BERT look at?",
         ),
-        pdf=f"{SURFACE_FIGURES}/sep_gradient.pdf",
+        pdf=STUDY.paths.figure("surface", "sep_gradient", "pdf"),
     log:
-        f"{STUDY.results}/logs/surface/sep_gradient_figure.log",
+        STUDY.paths.log("surface", "sep_gradient_figure"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -302,16 +380,16 @@ rule sep_gradient_figure:
 
 rule head_clusters_figure:
     input:
-        f"{STUDY.results}/tables/head_clusters.csv",
+        STUDY.paths.table("head_clusters"),
     output:
         png=report(
-            f"{SURFACE_FIGURES}/head_clusters.png",
+            STUDY.paths.figure("surface", "head_clusters", "png"),
             caption="../report/surface_head_clusters_figure.rst",
             category="What does BERT look at?",
         ),
-        pdf=f"{SURFACE_FIGURES}/head_clusters.pdf",
+        pdf=STUDY.paths.figure("surface", "head_clusters", "pdf"),
     log:
-        f"{STUDY.results}/logs/surface/head_clusters_figure.log",
+        STUDY.paths.log("surface", "head_clusters_figure"),
     conda:
         "../envs/surface.yaml"
     threads: 1

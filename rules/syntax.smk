@@ -6,8 +6,6 @@
 
 SYNTAX = STUDY.config["syntax"]
 COREF_CORPUS = STUDY.coref_corpus
-SYNTAX_PART = STUDY.paths.analysis("syntax", "{model}", "{checkpoint}")
-SYNTAX_FIGURES = f"{STUDY.results}/figures/syntax"
 SYNTAX_CATEGORY = "What does BERT look at?"
 SYNTAX_SELECT, SYNTAX_SCORE = SYNTAX["select_split"], SYNTAX["score_split"]
 
@@ -17,10 +15,10 @@ rule coref_windows:
         sentences=lambda wc: STUDY.paths.data_table(SYNTAX["coref_treebank"], wc.split),
         mentions=lambda wc: STUDY.paths.mentions_table(SYNTAX["coref_treebank"], wc.split),
     output:
-        data=f"{STUDY.results}/data/{COREF_CORPUS}/{{split}}.parquet",
-        mentions=f"{STUDY.results}/data/{COREF_CORPUS}/{{split}}.mentions.parquet",
+        data=STUDY.paths.data_table(COREF_CORPUS, "{split}"),
+        mentions=STUDY.paths.mentions_table(COREF_CORPUS, "{split}"),
     log:
-        f"{STUDY.results}/logs/data/{COREF_CORPUS}_{{split}}.log",
+        STUDY.paths.log("data", f"{COREF_CORPUS}_{{split}}"),
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -41,11 +39,11 @@ rule dependency_scores_shard:
     input:
         dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, wc.treebank, wc.split),
         tokens=lambda wc: STUDY.paths.token_table(wc.model, wc.treebank, wc.split),
-        annotation=f"{STUDY.results}/annotation/{{treebank}}/{{split}}.parquet",
+        annotation=STUDY.paths.annotation("{treebank}", "{split}"),
     output:
-        f"{SYNTAX_PART}/dependency/shards/{{treebank}}_{{split}}.{{shard_group}}.parquet",
+        STUDY.paths.shard_partial("syntax", "{model}", "{checkpoint}", "dependency", "{treebank}_{split}"),
     log:
-        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_dependency_{{treebank}}_{{split}}.{{shard_group}}.log",
+        STUDY.paths.log("syntax", "{model}_{checkpoint}_dependency_{treebank}_{split}.{shard_group}"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -62,14 +60,14 @@ rule dependency_scores:
     input:
         dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, wc.treebank, wc.split),
         partials=expand(
-            f"{SYNTAX_PART}/dependency/shards/{{treebank}}_{{split}}.{{shard_group}}.parquet",
+            STUDY.paths.shard_partial("syntax", "{model}", "{checkpoint}", "dependency", "{treebank}_{split}"),
             shard_group=STUDY.shard_groups,
             allow_missing=True,
         ),
     output:
-        f"{SYNTAX_PART}/dependency/{{treebank}}_{{split}}.parquet",
+        STUDY.paths.analysis("syntax", "{model}", "{checkpoint}", "dependency", "{treebank}_{split}.parquet"),
     log:
-        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_dependency_{{treebank}}_{{split}}.log",
+        STUDY.paths.log("syntax", "{model}_{checkpoint}_dependency_{treebank}_{split}"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -83,23 +81,23 @@ rule dependency_scores:
 rule dependency_tables:
     input:
         parts=[
-            f"{STUDY.results}/analysis/syntax/{m}/{c}/dependency/{t}_{s}.parquet"
+            STUDY.paths.analysis("syntax", m, c, "dependency", f"{t}_{s}.parquet")
             for m, c, t in STUDY.syntax_targets
             for s in STUDY.syntax_splits
         ],
     output:
         heads=report(
-            f"{STUDY.results}/tables/dependency_heads.csv",
+            STUDY.paths.table("dependency_heads"),
             caption="../report/syntax_dependency_heads.rst",
             category=SYNTAX_CATEGORY,
         ),
         best=report(
-            f"{STUDY.results}/tables/dependency_best.csv",
+            STUDY.paths.table("dependency_best"),
             caption="../report/syntax_dependency_best.rst",
             category=SYNTAX_CATEGORY,
         ),
     log:
-        f"{STUDY.results}/logs/syntax/dependency_tables.log",
+        STUDY.paths.log("syntax", "dependency_tables"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -122,12 +120,14 @@ rule coreference_scores:
     input:
         dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, COREF_CORPUS, SYNTAX["coref_split"]),
         tokens=lambda wc: STUDY.paths.token_table(wc.model, COREF_CORPUS, SYNTAX["coref_split"]),
-        annotation=f"{STUDY.results}/annotation/{COREF_CORPUS}/{SYNTAX['coref_split']}.parquet",
-        mentions=f"{STUDY.results}/data/{COREF_CORPUS}/{SYNTAX['coref_split']}.mentions.parquet",
+        annotation=STUDY.paths.annotation(COREF_CORPUS, SYNTAX["coref_split"]),
+        mentions=STUDY.paths.mentions_table(COREF_CORPUS, SYNTAX["coref_split"]),
     output:
-        f"{SYNTAX_PART}/coreference/{COREF_CORPUS}_{SYNTAX['coref_split']}.parquet",
+        STUDY.paths.analysis(
+            "syntax", "{model}", "{checkpoint}", "coreference", f"{COREF_CORPUS}_{SYNTAX['coref_split']}.parquet"
+        ),
     log:
-        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_coreference.log",
+        STUDY.paths.log("syntax", "{model}_{checkpoint}_coreference"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -141,22 +141,22 @@ rule coreference_scores:
 rule coreference_tables:
     input:
         parts=[
-            f"{STUDY.results}/analysis/syntax/{m}/{c}/coreference/{COREF_CORPUS}_{SYNTAX['coref_split']}.parquet"
+            STUDY.paths.analysis("syntax", m, c, "coreference", f"{COREF_CORPUS}_{SYNTAX['coref_split']}.parquet")
             for m, c in STUDY.coref_pairs
         ],
     output:
         heads=report(
-            f"{STUDY.results}/tables/coref_heads.csv",
+            STUDY.paths.table("coref_heads"),
             caption="../report/syntax_coref_heads.rst",
             category=SYNTAX_CATEGORY,
         ),
         best=report(
-            f"{STUDY.results}/tables/coref_best.csv",
+            STUDY.paths.table("coref_best"),
             caption="../report/syntax_coref_best.rst",
             category=SYNTAX_CATEGORY,
         ),
     log:
-        f"{STUDY.results}/logs/syntax/coreference_tables.log",
+        STUDY.paths.log("syntax", "coreference_tables"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -175,12 +175,14 @@ rule probe_features:
     input:
         dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, wc.treebank, wc.split),
         tokens=lambda wc: STUDY.paths.token_table(wc.model, wc.treebank, wc.split),
-        annotation=f"{STUDY.results}/annotation/{{treebank}}/{{split}}.parquet",
+        annotation=STUDY.paths.annotation("{treebank}", "{split}"),
     output:
-        maps=f"{SYNTAX_PART}/probe_features/{{treebank}}_{{split}}.maps.npy",
-        index=f"{SYNTAX_PART}/probe_features/{{treebank}}_{{split}}.index.npz",
+        maps=STUDY.paths.analysis("syntax", "{model}", "{checkpoint}", "probe_features", "{treebank}_{split}.maps.npy"),
+        index=STUDY.paths.analysis(
+            "syntax", "{model}", "{checkpoint}", "probe_features", "{treebank}_{split}.index.npz"
+        ),
     log:
-        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_probe_features_{{treebank}}_{{split}}.log",
+        STUDY.paths.log("syntax", "{model}_{checkpoint}_probe_features_{treebank}_{split}"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -199,9 +201,9 @@ rule probe_attention:
     input:
         unpack(STUDY.inputs.probe_attention),
     output:
-        f"{SYNTAX_PART}/probes/{{treebank}}/{{probe}}.parquet",
+        STUDY.paths.analysis("syntax", "{model}", "{checkpoint}", "probes", "{treebank}", "{probe}.parquet"),
     log:
-        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_probe_{{treebank}}_{{probe}}.log",
+        STUDY.paths.log("syntax", "{model}_{checkpoint}_probe_{treebank}_{probe}"),
     wildcard_constraints:
         probe="attn|attn_glove",
     conda:
@@ -224,9 +226,9 @@ rule probe_baseline:
     input:
         unpack(STUDY.inputs.probe_baseline),
     output:
-        f"{STUDY.results}/analysis/syntax/{{model}}/baselines/{{treebank}}/{{probe}}.parquet",
+        STUDY.paths.analysis("syntax", "{model}", "baselines", "{treebank}", "{probe}.parquet"),
     log:
-        f"{STUDY.results}/logs/syntax/{{model}}_baseline_{{treebank}}_{{probe}}.log",
+        STUDY.paths.log("syntax", "{model}_baseline_{treebank}_{probe}"),
     wildcard_constraints:
         probe="right_branching|distance_glove",
     conda:
@@ -248,15 +250,21 @@ rule probe_baseline:
 
 rule probe_mst:
     input:
-        test_maps=f"{SYNTAX_PART}/probe_features/{{treebank}}_{SYNTAX_SCORE}.maps.npy",
-        test_index=f"{SYNTAX_PART}/probe_features/{{treebank}}_{SYNTAX_SCORE}.index.npz",
-        test_annotation=f"{STUDY.results}/annotation/{{treebank}}/{SYNTAX_SCORE}.parquet",
+        test_maps=STUDY.paths.analysis(
+            "syntax", "{model}", "{checkpoint}", "probe_features", f"{{treebank}}_{SYNTAX_SCORE}.maps.npy"
+        ),
+        test_index=STUDY.paths.analysis(
+            "syntax", "{model}", "{checkpoint}", "probe_features", f"{{treebank}}_{SYNTAX_SCORE}.index.npz"
+        ),
+        test_annotation=STUDY.paths.annotation("{treebank}", SYNTAX_SCORE),
         # The head is the best `all` (dependent -> head) head on the selection split.
-        selection=f"{SYNTAX_PART}/dependency/{{treebank}}_{SYNTAX_SELECT}.parquet",
+        selection=STUDY.paths.analysis(
+            "syntax", "{model}", "{checkpoint}", "dependency", f"{{treebank}}_{SYNTAX_SELECT}.parquet"
+        ),
     output:
-        f"{SYNTAX_PART}/probes/{{treebank}}/mst_best_head.parquet",
+        STUDY.paths.analysis("syntax", "{model}", "{checkpoint}", "probes", "{treebank}", "mst_best_head.parquet"),
     log:
-        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_probe_mst_{{treebank}}.log",
+        STUDY.paths.log("syntax", "{model}_{checkpoint}_probe_mst_{treebank}"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -273,9 +281,9 @@ rule probes_table:
     input:
         parts=[path for *_, path in STUDY.probe_parts()],
     output:
-        report(f"{STUDY.results}/tables/probes.csv", caption="../report/syntax_probes.rst", category=SYNTAX_CATEGORY),
+        report(STUDY.paths.table("probes"), caption="../report/syntax_probes.rst", category=SYNTAX_CATEGORY),
     log:
-        f"{STUDY.results}/logs/syntax/probes_table.log",
+        STUDY.paths.log("syntax", "probes_table"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -292,17 +300,17 @@ rule probes_table:
 
 rule dependency_heatmaps:
     input:
-        heads=f"{STUDY.results}/tables/dependency_heads.csv",
-        best=f"{STUDY.results}/tables/dependency_best.csv",
+        heads=STUDY.paths.table("dependency_heads"),
+        best=STUDY.paths.table("dependency_best"),
     output:
         png=report(
-            f"{SYNTAX_FIGURES}/dependency_heads_{{model}}_{{checkpoint}}_{{treebank}}.png",
+            STUDY.paths.figure("syntax", "dependency_heads_{model}_{checkpoint}_{treebank}", "png"),
             caption="../report/syntax_dependency_heatmap.rst",
             category=SYNTAX_CATEGORY,
         ),
-        pdf=f"{SYNTAX_FIGURES}/dependency_heads_{{model}}_{{checkpoint}}_{{treebank}}.pdf",
+        pdf=STUDY.paths.figure("syntax", "dependency_heads_{model}_{checkpoint}_{treebank}", "pdf"),
     log:
-        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_dependency_heatmaps_{{treebank}}.log",
+        STUDY.paths.log("syntax", "{model}_{checkpoint}_dependency_heatmaps_{treebank}"),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -321,17 +329,17 @@ rule best_head_maps:
     input:
         dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, wc.treebank, SYNTAX_SCORE),
         tokens=lambda wc: STUDY.paths.token_table(wc.model, wc.treebank, SYNTAX_SCORE),
-        annotation=f"{STUDY.results}/annotation/{{treebank}}/{SYNTAX_SCORE}.parquet",
-        best=f"{STUDY.results}/tables/dependency_best.csv",
+        annotation=STUDY.paths.annotation("{treebank}", SYNTAX_SCORE),
+        best=STUDY.paths.table("dependency_best"),
     output:
         png=report(
-            f"{SYNTAX_FIGURES}/best_head_maps_{{model}}_{{checkpoint}}_{{treebank}}.png",
+            STUDY.paths.figure("syntax", "best_head_maps_{model}_{checkpoint}_{treebank}", "png"),
             caption="../report/syntax_best_head_maps.rst",
             category=SYNTAX_CATEGORY,
         ),
-        pdf=f"{SYNTAX_FIGURES}/best_head_maps_{{model}}_{{checkpoint}}_{{treebank}}.pdf",
+        pdf=STUDY.paths.figure("syntax", "best_head_maps_{model}_{checkpoint}_{treebank}", "pdf"),
     log:
-        f"{STUDY.results}/logs/syntax/{{model}}_{{checkpoint}}_best_head_maps_{{treebank}}.log",
+        STUDY.paths.log("syntax", "{model}_{checkpoint}_best_head_maps_{treebank}"),
     conda:
         "../envs/surface.yaml"
     threads: 1

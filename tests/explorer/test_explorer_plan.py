@@ -1,4 +1,4 @@
-"""What each model's explorer page reads, as the study model plans it (workflow_scripts/study/explorer_plan.py)."""
+"""What each model's explorer page reads, as the study model plans it (workflow_scripts/study/plans/explorer.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from support.study_configs import MODEL, one_model, study_of
 from workflow_scripts.core.errors import ConfigError
-from workflow_scripts.study.explorer_plan import explorer_inputs, explorer_layout
+from workflow_scripts.study.plans.explorer import explorer_inputs, explorer_layout
 
 
 def test_a_page_per_model_reads_the_head_tables_patterns_and_a_fine_tuned_tasks_maps():

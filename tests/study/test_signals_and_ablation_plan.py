@@ -7,7 +7,7 @@ import pytest
 from support.study_configs import MODEL, one_model, study_of
 from workflow_scripts.core.errors import ConfigError
 from workflow_scripts.core.subjects import base_model, split_subject, subject_name
-from workflow_scripts.study.ablation_plan import found_heads_inputs
+from workflow_scripts.study.plans.ablation import found_heads_inputs
 
 SIGNALS = {"attention": {"signals": ["attention", "norm", "rollout"]}}
 

@@ -2,7 +2,8 @@
 
 The rule passes one named input per study table the page reads (those the study produces), ``patterns`` (the
 pattern features files) and ``example_dumps`` (dump manifests) with ``example_tokens``, and ``params.layout``
-saying which checkpoint and task each of those files is (workflow_scripts/study/explorer_plan.py).
+saying which checkpoint and task each of those files is and which head measures the grid shows
+(workflow_scripts/study/plans/explorer.py).
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ def _listed(value: Any) -> list[str]:
 @entry_point("head_explorer")
 def head_explorer(smk: Any) -> None:
     from ..explorer.page import head_explorer as run
-    from ..study.explorer_plan import EXPLORER_TABLES
+    from ..study.plans.explorer import explorer_tables
 
     p = smk.params
     layout = p.layout
     patterns = _listed(smk.input.get("patterns"))
     dumps = _listed(smk.input.get("example_dumps"))
-    run(smk.wildcards.model, {name: smk.input.get(name) for name in EXPLORER_TABLES}, smk.output[0],
+    run(smk.wildcards.model, {name: smk.input.get(name) for name in explorer_tables()}, smk.output[0],
+        head_measures=layout.get("measures", []),
         pattern_parts=[(c, t, path) for (c, t), path in zip(layout["pattern_parts"], patterns, strict=True)],
         relations=list(p.relations), select_split=p.select_split,
         example_dumps=[(c, label, Path(manifest).parent)

@@ -119,3 +119,33 @@ def attention_distance_table(smk: Any) -> None:
     from ..surface.statistics import concat_parts
 
     concat_parts(list(smk.input), smk.output[0], ["model", "checkpoint", "layer", "head"])
+
+
+# --- the declared head measures (surface/measures.py), one set of rules for all -------------------------------
+
+
+@entry_point("head_measure_shard")
+def head_measure_shard(smk: Any) -> None:
+    from ..surface.head_measures import head_measure_shard as run
+    from ..surface.measures import measure_named
+
+    run(measure_named(smk.wildcards.measure), smk.input.dump, smk.input.tokens, smk.output[0],
+        shard_group=smk.wildcards.shard_group)
+
+
+@entry_point("head_measure_part")
+def head_measure_part(smk: Any) -> None:
+    from ..surface.head_measures import head_measure_gather
+    from ..surface.measures import measure_named
+
+    p = smk.params
+    head_measure_gather(measure_named(smk.wildcards.measure), smk.input.dump, list(smk.input.partials),
+                        smk.output[0], model=smk.wildcards.model, checkpoint=smk.wildcards.checkpoint,
+                        corpus=p.corpus, split=p.split, resamples=p.resamples, seed=p.bootstrap_seed)
+
+
+@entry_point("head_measure_table")
+def head_measure_table(smk: Any) -> None:
+    from ..surface.statistics import concat_parts
+
+    concat_parts(list(smk.input), smk.output[0], ["model", "checkpoint", "layer", "head"])

@@ -145,6 +145,28 @@ def cluster_section(clusters: str | Path | None, model: str, shape: ModelShape) 
     return [measure], section
 
 
+def declared_measures(measures: Sequence[Mapping[str, str]], tables: Mapping[str, str | Path | None], model: str,
+                      shape: ModelShape) -> list[dict]:
+    """A grid measure per declared head measure (``measures``: its table, label and unit; surface/head_measures.py)
+    whose table the study has rows of for ``model``, pretrained; its 95% interval and random-init control in the
+    detail."""
+    found = []
+    for declared in measures:
+        name = declared["table"]
+        rows = _rows(tables.get(name), model, checkpoint=PRETRAINED)
+        if rows is None:
+            continue
+        values, low, high = (per_head(rows, column, shape) for column in (name, f"{name}_low", f"{name}_high"))
+        control = _rows(tables.get(name), model, checkpoint=RANDOM)
+        control_values = per_head(control, name, shape) if control is not None else [None] * shape.size
+        detail = [None if v is None else f"95% interval {lo}-{hi}" + ("" if c is None else f"; random init {c}")
+                  for v, lo, hi, c in zip(values, low, high, control_values)]
+        where = f"{rows['corpus'].iloc[0]}/{rows['split'].iloc[0]}, {int(rows['n_examples'].iloc[0])} examples"
+        found.append(_measure(f"measure.{name}", declared["label"], "head measures", values,
+                              f"{where}, pretrained ({name}.csv)", declared["unit"], detail=detail))
+    return found
+
+
 # --- syntax ---------------------------------------------------------------------------------------------------
 
 

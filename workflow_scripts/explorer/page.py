@@ -30,6 +30,7 @@ from .head_tables import (
     change_section,
     cluster_section,
     coreference_section,
+    declared_measures,
     dependency_section,
     lexical_section,
     model_shape,
@@ -75,12 +76,14 @@ def render_page(data: Mapping[str, Any], title: str) -> str:
 
 def explorer_data(model: str, tables: Mapping[str, str | Path | None], *,
                   pattern_parts: Sequence[tuple[str, str, str | Path]], relations: Sequence[str],
-                  select_split: str, examples: Mapping[str, Any]) -> dict[str, Any]:
+                  select_split: str, examples: Mapping[str, Any],
+                  head_measures: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
     """Everything the page shows about ``model``.
 
     ``tables``: study table name -> path (None or absent: the study has no such table; ``models`` is needed);
     ``pattern_parts``: (checkpoint, task, pattern_features.parquet) of the pattern classes to show;
-    ``examples``: the example maps (:func:`workflow_scripts.explorer.example_maps.example_maps`).
+    ``examples``: the example maps (:func:`workflow_scripts.explorer.example_maps.example_maps`);
+    ``head_measures``: the declared head measures that colour the grid too (their table, label and unit).
     """
     shape = model_shape(tables["models"], model)
     measures: list[dict] = []
@@ -100,6 +103,8 @@ def explorer_data(model: str, tables: Mapping[str, str | Path | None], *,
         measures += found
         if section is not None:
             sections[name] = section
+        if name == "surface":
+            measures += declared_measures(head_measures, tables, model, shape)
     lexical_checkpoints: dict[str, list[str]] = {}
     for checkpoint, task, _ in pattern_parts:
         lexical_checkpoints.setdefault(task, []).append(checkpoint)
@@ -125,7 +130,8 @@ def head_explorer(model: str, tables: Mapping[str, str | Path | None], output: s
                   pattern_parts: Sequence[tuple[str, str, str | Path]], relations: Sequence[str], select_split: str,
                   example_dumps: Sequence[tuple[str, str, str | Path]], example_tokens: str | Path | None,
                   corpus: str | None, split: str | None, examples: int, max_tokens: int,
-                  example_ids: Sequence[int] | None, max_megabytes: float) -> int:
+                  example_ids: Sequence[int] | None, max_megabytes: float,
+                  head_measures: Sequence[Mapping[str, str]] = ()) -> int:
     """Write the explorer page of ``model`` to ``output``; return its size in bytes.
 
     ``example_dumps``: (checkpoint, label, dump directory) whose maps are drawn side by side, on the examples
@@ -140,7 +146,7 @@ def head_explorer(model: str, tables: Mapping[str, str | Path | None], output: s
         maps = example_maps(example_dumps, example_tokens, count=examples, max_tokens=max_tokens,
                             example_ids=example_ids, budget_bytes=budget, corpus=corpus or "", split=split or "")
     data = explorer_data(model, tables, pattern_parts=pattern_parts, relations=relations, select_split=select_split,
-                         examples=maps)
+                         examples=maps, head_measures=head_measures)
     page = render_page(data, f"Head explorer: {model}")
     size = len(page.encode("utf-8"))
     with atomic_path(output) as tmp:

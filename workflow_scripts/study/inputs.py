@@ -163,12 +163,12 @@ class RuleInputs:
 
     def explorer(self, wc: Any) -> dict[str, Any]:
         """The tables, pattern features, example dumps and token table of the model's page."""
-        from .explorer_plan import explorer_inputs
+        from .plans.explorer import explorer_inputs
 
         return explorer_inputs(self.study, wc.model)
 
     def explorer_layout(self, wc: Any) -> dict[str, Any]:
         """A params function: how the page's input files line up (checkpoints, tasks, the examples' corpus)."""
-        from .explorer_plan import explorer_layout
+        from .plans.explorer import explorer_layout
 
         return explorer_layout(self.study, wc.model)

@@ -7,8 +7,9 @@ stage runs and on what, which tables the report reads and why the others are abs
 final outputs (``rule all``). It is plain Python with no Snakemake inside, so the study's shape is
 unit-tested (tests/study/test_model.py): "adding rte to study.tasks adds exactly these outputs".
 
-Each stage has one section below (``_plan_<stage>``), in the order of :data:`STAGES`; a section
-reads the config and what the sections before it planned, never a later one.
+Each stage's plan is a module of workflow_scripts/study/plans/ (``plan(study)`` and the stage's declared
+``ANALYSES``), run in the order of :data:`STAGES`; it fills the stage's fields below from the config and from
+what the plans before it planned, never a later one. This module holds the Study and the views the plans share.
 """
 
 from __future__ import annotations
@@ -20,20 +21,15 @@ from typing import Any
 from ..attention.shards import shard_groups, shard_stem
 from ..core.errors import ConfigError
 from ..core.stages import STAGES
-from ..core.subjects import base_model, split_subject, subject_name
+from ..core.subjects import base_model, subject_name
 from ..data.corpora import WINDOW_SUFFIX, Corpora
 from ..data.entries import TaskSpec
-from ..finetune.tasks import checkpoint_name, task_seeds, task_settings
+from ..finetune.tasks import checkpoint_name, task_settings
 from .annotation import annotation_settings, caption_text, describe_annotators
 from .config import selected_corpora, selected_splits
 from .path_names import path_name_problems
 from .paths import ResultPaths
-
-SURFACE_TABLES = ("surface_heads", "sep_gradient", "head_clusters", "attention_distance")
-SURFACE_FIGURES = ("special_tokens", "positional", "entropy", "sep_gradient", "head_clusters")
-EFFECTS_TABLES = ("pattern_classes", "pattern_classifier", "finetune_change", "lexical_layers", "lexical_heads",
-                  "lexical_change", "lexical_last_layer", "lexical_top_layers")
-EFFECTS_FIGURES = ("pattern_classes", "finetune_change", "lexical_layers", "trajectory")
+from .plans.declarations import ExplorerPlan
 
 
 @dataclass
@@ -62,15 +58,15 @@ class Study:
     # finetune_effects
     effects_tasks: list[str] = field(default_factory=list)
     effects_targets: list[tuple[str, str, str]] = field(default_factory=list)  # (model, checkpoint, task)
-    # ablation (workflow_scripts/study/ablation_plan.py)
+    # ablation
     disabling_runs: list[tuple[str, str, int]] = field(default_factory=list)  # (model, task, seed)
     found_heads_models: list[str] = field(default_factory=list)
     # report
     report_tables: dict[str, str] = field(default_factory=dict)   # table name -> path
     report_absent: dict[str, str] = field(default_factory=dict)   # table name -> why the study has none
-    signal_comparison_inputs: dict[str, str] = field(default_factory=dict)  # (workflow_scripts/study/report_plan.py)
-    # explorer (workflow_scripts/study/explorer_plan.py)
-    explorer: Any = None
+    signal_comparison_inputs: dict[str, str] = field(default_factory=dict)
+    # explorer
+    explorer: ExplorerPlan = field(default_factory=ExplorerPlan)
     stage_outputs: dict[str, list[str]] = field(default_factory=dict)
     # The input functions of the rules (workflow_scripts/study/inputs.py: RuleInputs), set by build.build_study
     # once every stage has planned: inputs.py reads the Study, so this module does not import it.
@@ -263,118 +259,3 @@ def new_study(config: Mapping[str, Any]) -> Study:
         if not found:
             raise ConfigError(f"corpus {corpus!r}: no split is available offline in the mirror {config['mirror']}")
     return Study(config=config, paths=ResultPaths(config["results"]), corpora=corpora, splits=splits)
-
-
-def _plan_data(study: Study) -> None:
-    study.stage_outputs["data"] = [study.paths.table("data_summary")]
-
-
-def _plan_models(study: Study) -> None:
-    study.stage_outputs["models"] = [study.paths.table("models")]
-
-
-def _chosen_tasks(study: Study, section: str, needs, what: str) -> list[str]:
-    """The study tasks a stage runs: ``{section}.tasks: null`` takes those whose splits exist (a note
-    for the others), a list must name study tasks whose splits exist (an error otherwise)."""
-    requested = study.config[section]["tasks"]
-    study_tasks = list(study.config["study"]["tasks"])
-    chosen = []
-    for task in study_tasks if requested is None else requested:
-        if task not in study_tasks:
-            raise ConfigError(f"config key '{section}.tasks': {task!r} is not one of 'study.tasks' "
-                              f"({', '.join(study_tasks)}); add it there or remove it here")
-        missing = [s for s in needs(task) if s not in study.splits.get(task, [])]
-        if not missing:
-            chosen.append(task)
-            continue
-        why = f"the study builds no {missing[0]} split for it"
-        candidates = study.corpora.mirror_candidates(task, missing[0])
-        if study.config["offline"] and candidates:
-            files = " or ".join(f"{study.config['mirror']}/{rel}" for files in candidates for rel in files)
-            why += f": offline, the mirror holds no {files}"
-        if requested is not None:
-            raise ConfigError(f"config key '{section}.tasks': task {task!r} cannot be {what}: {why}; remove it "
-                              f"from '{section}.tasks', point 'mirror' at a copy that holds that file, or set "
-                              "'offline: false' to download it")
-        study.notes.append(f"{section}: task {task!r} is left out: {why} (list it in '{section}.tasks' to make "
-                           "this an error)")
-    return chosen
-
-
-def _plan_finetune(study: Study) -> None:
-    study.finetune_tasks = _chosen_tasks(study, "finetune", lambda t: ("train", study.dev_split(t)), "fine-tuned")
-    study.finetune_runs = [(model, task, seed) for model in study.models for task in study.finetune_tasks
-                           for seed in task_seeds(study.config["finetune"], task)]
-    study.stage_outputs["finetune"] = [study.paths.table("finetune_metrics")] if study.finetune_runs else []
-
-
-def _plan_attention(study: Study) -> None:
-    attention = study.config["attention"]
-    study.dumps = [(subject, checkpoint, corpus, split)
-                   for subject in study.subjects for checkpoint in attention["checkpoints"]
-                   for corpus, splits in attention["corpora"].items() for split in splits
-                   if split in study.splits.get(corpus, [])]
-    study.stage_outputs["attention"] = [study.paths.table("attention_dumps")]
-
-
-def _plan_surface(study: Study) -> None:
-    surface = study.config["surface"]
-    study.surface_pairs = [(m, c) for m, c, corpus, split in study.dumps
-                           if corpus == surface["corpus"] and split == surface["split"]]
-    # The gradient of the loss with respect to the attention weights is a property of the weights alone.
-    study.gradient_pairs = [(m, c) for m, c in study.surface_pairs if split_subject(m)[1] == "attention"]
-    tables, figures = SURFACE_TABLES, SURFACE_FIGURES
-    if not study.gradient_pairs:
-        tables, figures = (tuple(n for n in names if n != "sep_gradient") for names in (tables, figures))
-    study.stage_outputs["surface"] = ([study.paths.table(name) for name in tables]
-                                      + study.paths.figures("surface", figures)) if study.surface_pairs else []
-
-
-def _plan_syntax(study: Study) -> None:
-    """Dependency heads and probes per (model, checkpoint, treebank) of syntax.treebanks whose selection and
-    score splits are dumped; coreference heads on syntax.coref_treebank's windows."""
-    syntax = study.config["syntax"]
-    study.syntax_splits = sorted({syntax["select_split"], syntax["score_split"]})
-    dumped = {(m, c, corpus, s) for m, c, corpus, s in study.dumps}
-    for treebank in syntax["treebanks"]:
-        if treebank not in study.config["study"]["treebanks"]:
-            study.notes.append(f"syntax: treebank {treebank!r} of 'syntax.treebanks' is not in 'study.treebanks'; "
-                               "it is left out")
-            continue
-        targets = sorted({(m, c, treebank) for m, c, corpus, _ in dumped if corpus == treebank
-                          and all((m, c, treebank, s) in dumped for s in study.syntax_splits)})
-        if targets and not study.corpora.treebanks[treebank].labelled:
-            study.notes.append(f"syntax: treebank {treebank!r} has no relation labels: its 'all' heads, probes and "
-                               "MST run; the named relations of 'syntax.relations' are skipped on it")
-        study.syntax_targets += targets
-    coref_treebank = syntax["coref_treebank"]
-    coref = (syntax["coref_split"] in study.splits.get(coref_treebank, [])
-             and coref_treebank in study.config["data"]["coreference_treebanks"])
-    study.coref_pairs = sorted({(m, c) for m, c, _ in study.syntax_targets}) if coref else []
-    glove = "glove" in study.splits
-    study.attention_probes = ["attn", *(["attn_glove"] if glove else [])]
-    study.baseline_probes = ["right_branching", *(["distance_glove"] if glove else [])]
-    outputs = []
-    if study.syntax_targets:
-        outputs = [study.paths.table(name) for name in ("dependency_heads", "dependency_best", "probes")]
-        if study.coref_pairs:
-            outputs += [study.paths.table("coref_heads"), study.paths.table("coref_best")]
-        for model, checkpoint, treebank in study.syntax_targets:
-            outputs += study.paths.figures("syntax", [f"{figure}_{model}_{checkpoint}_{treebank}"
-                                                      for figure in ("dependency_heads", "best_head_maps")])
-    study.stage_outputs["syntax"] = outputs
-
-
-def _plan_finetune_effects(study: Study) -> None:
-    study.effects_tasks = _chosen_tasks(study, "finetune_effects", lambda t: (study.dev_split(t),), "analysed")
-    study.effects_targets = [(m, c, t) for m in study.subjects for t in study.effects_tasks
-                             for c in study.effects_checkpoints(m, t)]
-    study.stage_outputs["finetune_effects"] = ([study.paths.table(name) for name in EFFECTS_TABLES]
-                                               + study.paths.figures("finetune_effects", EFFECTS_FIGURES)
-                                               if study.effects_tasks else [])
-
-
-# The plans of the stages up to the analyses, in order; build.build_study runs them, then those of the causal
-# head checks, the report and the explorer (their own modules, which read what these planned).
-ANALYSIS_PLANS = (_plan_data, _plan_models, _plan_finetune, _plan_attention, _plan_surface, _plan_syntax,
-                  _plan_finetune_effects)

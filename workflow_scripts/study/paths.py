@@ -1,14 +1,17 @@
 """Where every file of a study lives under its results folder: one function per kind of file.
 
 Each takes plain names or Snakemake wildcard patterns (``"{model}"``), so that rules and the study
-model build the same paths from one place.
+model build the same paths from one place: no rule file spells a results path by hand
+(tests/study/test_rule_paths.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..attention.shards import RECORD_DIR
 from ..core.subjects import base_model
+from ..finetune.tasks import checkpoint_name
 
 
 @dataclass(frozen=True)
@@ -23,10 +26,22 @@ class ResultPaths:
     def mentions_table(self, corpus: str, split: str) -> str:
         return f"{self.root}/data/{corpus}/{split}.mentions.parquet"
 
+    def log(self, stage: str, name: str) -> str:
+        """A job's log, e.g. log('surface', '{model}_{checkpoint}_surface_heads')."""
+        return f"{self.root}/logs/{stage}/{name}.log"
+
+    def model_card(self, model: str) -> str:
+        """What a model is (rule model_card): the record its checkpoints are made from."""
+        return f"{self.root}/models/{model}/model.json"
+
     def checkpoint_manifest(self, model: str, checkpoint: str) -> str:
         """The one file that stands for a checkpoint of any kind (workflow_scripts.models.checkpoints);
         a subject MODEL@SIGNAL reads its model's."""
         return f"{self.root}/checkpoints/{base_model(model)}/{checkpoint}/checkpoint.json"
+
+    def finetuned_checkpoint(self, model: str, task: str, seed: int | str, step: int | str = "final") -> str:
+        """The manifest of a fine-tuning run's checkpoint at save step ``step``, or at its end ('final')."""
+        return self.checkpoint_manifest(model, checkpoint_name(task, seed, step))
 
     def finetune_metrics(self, model: str, task: str, seed: int | str) -> str:
         return f"{self.root}/finetune/{base_model(model)}/{task}.seed{seed}.metrics.json"
@@ -44,9 +59,22 @@ class ResultPaths:
     def dump_manifest(self, model: str, checkpoint: str, corpus: str, split: str) -> str:
         return f"{self.dump_dir(model, checkpoint, corpus, split)}/manifest.json"
 
+    def dump_shard(self, model: str, checkpoint: str, corpus: str, split: str, shard: str) -> str:
+        """One shard of a dump (``shard``: its stem, e.g. the wildcard '{shard}')."""
+        return f"{self.dump_dir(model, checkpoint, corpus, split)}/{shard}.parquet"
+
+    def dump_record(self, model: str, checkpoint: str, corpus: str, split: str, shard: str) -> str:
+        """The record a shard's job leaves for the gather (workflow_scripts/attention/shards.py)."""
+        return f"{self.dump_dir(model, checkpoint, corpus, split)}/{RECORD_DIR}/{shard}.json"
+
     def analysis(self, stage: str, *parts: str) -> str:
         """A per-job part of a stage's analysis, e.g. analysis('surface', model, checkpoint, 'x.csv')."""
         return "/".join((f"{self.root}/analysis/{stage}", *parts))
+
+    def shard_partial(self, stage: str, *parts: str, shard_group: str = "{shard_group}") -> str:
+        """A shard group's sums that a part's job gathers: analysis(stage, *folders, 'shards', NAME.GROUP.parquet)."""
+        *folders, name = parts
+        return self.analysis(stage, *folders, "shards", f"{name}.{shard_group}.parquet")
 
     def table(self, name: str) -> str:
         """A study-wide table under tables/ (the files the report and users read)."""

@@ -1,46 +1,45 @@
-"""The study model's section of the head explorer (stage ``explorer``): what each model's page reads.
+"""The head explorer's plan (stage ``explorer``): what each model's page reads.
 
-Kept beside model.py rather than in it (model.py calls :func:`plan_explorer` last): the explorer reads the
-results of every analysis stage, so its plan is the longest and the only one that looks at all of them.
-
-A page reads the per-head tables the study produces (``EXPLORER_TABLES``), the pattern features of each
-analysed task at the pretrained and the final fine-tuned checkpoint (first seed), and the dumps of a few
-example inputs: a fine-tuned and analysed task's dev inputs before and after fine-tuning (``explorer.task``,
-by default the first such task), else the syntax treebank's score split, pretrained only.
+The explorer reads the results of every analysis stage, so it plans last. A page reads the per-head tables that
+the earlier stages' plans declare for it (``Analysis.explorer_tables``) and the study produces, the declared head
+measures among them (surface/measures.py: the page colours its grid by each), the pattern features of each
+analysed task at the pretrained and the final fine-tuned checkpoint (first seed), and the dumps of a few example
+inputs: a fine-tuned and analysed task's dev inputs before and after fine-tuning (``explorer.task``, by default the
+first such task), else the syntax treebank's score split, pretrained only.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import ConfigError
+from ...core.errors import ConfigError
+from ...surface.measures import HEAD_MEASURES
+from . import ablation, attention, data, finetune, finetune_effects, models, surface, syntax
+from .declarations import ExplorerPlan
 
 if TYPE_CHECKING:
-    from .model import Study
+    from ..model import Study
 
 STAGE = "explorer"
 PRETRAINED = "pretrained"
-# Every study table with one row per head (and the models' shapes) that the page shows, where the study has it.
-EXPLORER_TABLES = ("models", "surface_heads", "attention_distance", "head_clusters", "dependency_heads",
-                   "coref_heads", "finetune_change", "lexical_heads")
+ANALYSES = ()
+# The plans of the stages before the explorer whose declared tables a page may read.
+EARLIER_PLANS = (data, models, finetune, attention, surface, syntax, finetune_effects, ablation)
 
 
-@dataclass
-class ExplorerPlan:
-    tables: dict[str, str] = field(default_factory=dict)  # table name -> path, the ones the study produces
-    corpus: str | None = None       # the example inputs' corpus and split (None: the page draws no maps)
-    split: str | None = None
-    task: str | None = None         # the task fine-tuned on, whose final checkpoint is drawn beside pretrained
+def explorer_tables() -> list[str]:
+    """Every table the earlier stages declare for the explorer, in stage order."""
+    return [table for plan in EARLIER_PLANS for analysis in plan.ANALYSES for table in analysis.explorer_tables]
 
 
-def plan_explorer(study: Study) -> None:
+def plan(study: Study) -> None:
     """Set ``study.explorer`` and the stage's outputs (one page per model)."""
     planned = set(study.outputs())
-    plan = ExplorerPlan(tables={name: study.paths.table(name) for name in EXPLORER_TABLES
-                                if study.paths.table(name) in planned})
-    plan.corpus, plan.split, plan.task = _example_source(study)
-    study.explorer = plan
+    tables = {name: study.paths.table(name) for name in explorer_tables() if study.paths.table(name) in planned}
+    measures = [{"table": m.name, "label": m.label, "unit": m.unit} for m in HEAD_MEASURES
+                if m.in_explorer and m.name in tables]
+    study.explorer = ExplorerPlan(tables=tables, measures=measures)
+    study.explorer.corpus, study.explorer.split, study.explorer.task = _example_source(study)
     study.stage_outputs[STAGE] = [study.paths.page(STAGE, model) for model in study.models]
 
 
@@ -105,8 +104,12 @@ def explorer_inputs(study: Study, model: str) -> dict[str, Any]:
 
 def explorer_layout(study: Study, model: str) -> dict[str, Any]:
     """How a model's page's input files line up: the (checkpoint, task) of each pattern features file, the
-    (checkpoint, label) of each example dump, and the examples' corpus and split."""
+    (checkpoint, label) of each example dump, the examples' corpus and split, and the declared head measures the
+    grid shows (their table, label and unit; the key is absent when there are none)."""
     plan = study.explorer
-    return {"pattern_parts": [[c, t] for c, t, _ in pattern_parts(study, model)],
-            "example_checkpoints": [list(pair) for pair in example_checkpoints(study, model)],
-            "corpus": plan.corpus, "split": plan.split}
+    layout = {"pattern_parts": [[c, t] for c, t, _ in pattern_parts(study, model)],
+              "example_checkpoints": [list(pair) for pair in example_checkpoints(study, model)],
+              "corpus": plan.corpus, "split": plan.split}
+    if plan.measures:
+        layout["measures"] = plan.measures
+    return layout

@@ -1,4 +1,4 @@
-"""The study model's section of the causal head checks (stage ``ablation``, docs/ablation.md).
+"""The causal head checks' plan (stage ``ablation``, docs/ablation.md).
 
 Two analyses, on the study's models (never a signal subject: ablation acts on the model, not on a reading
 of its attention):
@@ -9,23 +9,29 @@ of its attention):
   the syntax treebank gets its best dependency and coreference heads ablated, against a random head of the
   same layer, in the ablated tasks' final checkpoints and in the attention-only probe (``found_heads_models``).
 
-Kept beside model.py (which calls :func:`plan_ablation` after the syntax and fine-tuning sections) so that
-model.py stays one screenful per stage.
+It reads the plans of the fine-tuning and syntax stages (their runs and targets).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import ConfigError
-from ..finetune.tasks import checkpoint_name
-from ..models.cards import undeclared_attention
+from ...core.errors import ConfigError
+from ...finetune.tasks import checkpoint_name
+from ...models.cards import undeclared_attention
+from .declarations import Analysis
 
 if TYPE_CHECKING:
-    from .model import Study
+    from ..model import Study
 
 STAGE = "ablation"
 PRETRAINED = "pretrained"
+ANALYSES = (
+    Analysis("head_disabling", "(model, task, seed) of a fine-tuned run", tables=("head_disabling",),
+             figures=("head_disabling_{model}",),
+             captions=("ablation_head_disabling.rst", "ablation_head_disabling_figure.rst")),
+    Analysis("found_heads", "model", tables=("found_heads",), captions=("ablation_found_heads.rst",)),
+)
 
 
 def ablation_tasks(study: Study) -> list[str]:
@@ -41,7 +47,7 @@ def ablation_tasks(study: Study) -> list[str]:
     return [task for task in study.finetune_tasks if task in requested]
 
 
-def plan_ablation(study: Study) -> None:
+def plan(study: Study) -> None:
     """Set ``study.disabling_runs``, ``study.found_heads_models`` and the stage's outputs."""
     tasks = ablation_tasks(study)
     study.disabling_runs = [(m, t, s) for m, t, s in study.finetune_runs if t in tasks]

@@ -1,21 +1,30 @@
-"""The study model's section of the report (stage ``report``): which tables the report reads and why the others
+"""The report's plan (stage ``report``): which tables the report reads and why the others
 are absent, the summary pages (one per subject) and, with more than one signal, the signals side by side.
 
-Kept beside model.py, which calls :func:`plan_report` after every analysis stage (it reads what they planned).
+It runs after every analysis stage's plan and reads what they planned.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.stages import STAGES
-from ..report.registry import report_tables
+from ...core.stages import STAGES
+from ...report.registry import report_tables
+from .declarations import Analysis
 
 if TYPE_CHECKING:
-    from .model import Study
+    from ..model import Study
+
+STAGE = "report"
+ANALYSES = (
+    Analysis("paper_comparison", "the study", tables=("paper_comparison",), captions=("report_paper_comparison.rst",)),
+    Analysis("summary", "subject", figures=("{subject}",), captions=("report_summary_figure.rst",)),
+    Analysis("signal_comparison", "the study, with more than one signal", tables=("signal_comparison",),
+             figures=("{model}",), captions=("report_signal_comparison.rst", "report_signal_comparison_figure.rst")),
+)
 
 
-def plan_report(study: Study) -> None:
+def plan(study: Study) -> None:
     """Which tables the report reads exist in this study, and why the others do not."""
     syntax, surface = study.config["syntax"], study.config["surface"]
     no_syntax = (f"the study dumps no {' and '.join(study.syntax_splits)} attention of a treebank of "
@@ -41,7 +50,7 @@ def plan_report(study: Study) -> None:
             study.report_tables[name] = path
         else:
             study.report_absent[name] = reasons.get(name, f"the study does not produce {name}.csv")
-    study.stage_outputs["report"] = [study.paths.table("paper_comparison")] + [
+    study.stage_outputs[STAGE] = [study.paths.table("paper_comparison")] + [
         study.paths.figure("summary", subject, ext) for subject in study.subjects for ext in ("png", "pdf")]
     plan_signal_comparison(study)
 
@@ -56,5 +65,5 @@ def plan_signal_comparison(study: Study) -> None:
     if not inputs:
         return
     study.signal_comparison_inputs = inputs
-    study.stage_outputs["report"] += [study.paths.table("signal_comparison")] + [
+    study.stage_outputs[STAGE] += [study.paths.table("signal_comparison")] + [
         study.paths.figure("signals", model, ext) for model in study.models for ext in ("png", "pdf")]

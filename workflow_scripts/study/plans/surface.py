@@ -1,0 +1,56 @@
+"""The surface stage's plan: [C] section 3's statistics, the separator gradient, the head clusters, the attention
+distance and every declared head measure (surface/measures.py), on the surface corpus's dumps."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...core.subjects import split_subject
+from ...surface.measures import HEAD_MEASURES, measure_named
+from .declarations import Analysis, declared_figures, declared_tables
+
+if TYPE_CHECKING:
+    from ..model import Study
+
+STAGE = "surface"
+PER_SHARD = "(subject, checkpoint) x shard group of the surface dump"
+PER_CHECKPOINT = "(subject, checkpoint) of the surface dump"
+GRADIENT = "sep_gradient"
+ANALYSES = (
+    Analysis("surface_heads", PER_SHARD, tables=("surface_heads",),
+             figures=("special_tokens", "positional", "entropy"),
+             captions=("surface_heads.rst", "surface_special_tokens.rst", "surface_positional.rst",
+                       "surface_entropy.rst"), sharded=True, explorer_tables=("surface_heads",)),
+    Analysis(GRADIENT, "(model, checkpoint) of the surface dump, attention weights only", tables=(GRADIENT,),
+             figures=(GRADIENT,), captions=("surface_sep_gradient.rst", "surface_sep_gradient_figure.rst")),
+    Analysis("head_clusters", PER_CHECKPOINT, tables=("head_clusters",), figures=("head_clusters",),
+             captions=("surface_head_clusters.rst", "surface_head_clusters_figure.rst"),
+             explorer_tables=("head_clusters",)),
+    Analysis("attention_distance", PER_SHARD, tables=("attention_distance",),
+             captions=("surface_attention_distance.rst",), sharded=True, explorer_tables=("attention_distance",)),
+    # Each head measure is run by the shared rules head_measure_{shard,part,table}; its caption is its own.
+    *(Analysis(m.name, PER_SHARD, tables=(m.name,), captions=("surface_head_measure.rst",), sharded=True,
+               explorer_tables=(m.name,) if m.in_explorer else ()) for m in HEAD_MEASURES),
+)
+MEASURE_NAMES = tuple(m.name for m in HEAD_MEASURES)
+# The ``measure`` wildcard of the head-measure rules: a declared name only (a pattern that matches nothing when none
+# is declared), so that their outputs never match another rule's.
+MEASURE_PATTERN = "|".join(sorted(MEASURE_NAMES, key=len, reverse=True)) or "(?!x)x"
+
+
+def measure_caption(wildcards) -> str:
+    """A params function: the declared caption of the job's measure (report/surface_head_measure.rst shows it)."""
+    return measure_named(wildcards.measure).caption
+
+
+def plan(study: Study) -> None:
+    """The (subject, checkpoint) pairs dumped on surface.corpus/surface.split; the gradient's pairs (attention
+    weights only: the gradient with respect to the weights is a property of the weights alone)."""
+    surface = study.config[STAGE]
+    study.surface_pairs = [(m, c) for m, c, corpus, split in study.dumps
+                           if corpus == surface["corpus"] and split == surface["split"]]
+    study.gradient_pairs = [(m, c) for m, c in study.surface_pairs if split_subject(m)[1] == "attention"]
+    analyses = [a for a in ANALYSES if a.name != GRADIENT or study.gradient_pairs]
+    study.stage_outputs[STAGE] = ([study.paths.table(name) for name in declared_tables(tuple(analyses))]
+                                  + study.paths.figures(STAGE, declared_figures(tuple(analyses)))
+                                  if study.surface_pairs else [])

@@ -1,0 +1,59 @@
+"""The syntax stage's plan ([C] sections 4-6): dependency heads and probes per (model, checkpoint, treebank) of
+syntax.treebanks whose selection and score splits are dumped; coreference heads on syntax.coref_treebank's windows."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .declarations import Analysis, declared_figures, declared_tables
+
+if TYPE_CHECKING:
+    from ..model import Study
+
+STAGE = "syntax"
+COREFERENCE = "coreference"
+PER_TARGET = "(subject, checkpoint, treebank)"
+FIGURE_NAME = "{model}_{checkpoint}_{treebank}"
+ANALYSES = (
+    Analysis("dependency", f"{PER_TARGET} x split x shard group", tables=("dependency_heads", "dependency_best"),
+             figures=(f"dependency_heads_{FIGURE_NAME}", f"best_head_maps_{FIGURE_NAME}"),
+             captions=("syntax_dependency_heads.rst", "syntax_dependency_best.rst", "syntax_dependency_heatmap.rst",
+                       "syntax_best_head_maps.rst"), sharded=True, explorer_tables=("dependency_heads",)),
+    Analysis("probes", f"{PER_TARGET} x probe", tables=("probes",), captions=("syntax_probes.rst",)),
+    Analysis(COREFERENCE, "(subject, checkpoint) of the coreference windows", tables=("coref_heads", "coref_best"),
+             captions=("syntax_coref_heads.rst", "syntax_coref_best.rst"), explorer_tables=("coref_heads",)),
+)
+
+
+def plan(study: Study) -> None:
+    """Dependency heads and probes per (model, checkpoint, treebank) of syntax.treebanks whose selection and
+    score splits are dumped; coreference heads on syntax.coref_treebank's windows."""
+    syntax = study.config["syntax"]
+    study.syntax_splits = sorted({syntax["select_split"], syntax["score_split"]})
+    dumped = {(m, c, corpus, s) for m, c, corpus, s in study.dumps}
+    for treebank in syntax["treebanks"]:
+        if treebank not in study.config["study"]["treebanks"]:
+            study.notes.append(f"syntax: treebank {treebank!r} of 'syntax.treebanks' is not in 'study.treebanks'; "
+                               "it is left out")
+            continue
+        targets = sorted({(m, c, treebank) for m, c, corpus, _ in dumped if corpus == treebank
+                          and all((m, c, treebank, s) in dumped for s in study.syntax_splits)})
+        if targets and not study.corpora.treebanks[treebank].labelled:
+            study.notes.append(f"syntax: treebank {treebank!r} has no relation labels: its 'all' heads, probes and "
+                               "MST run; the named relations of 'syntax.relations' are skipped on it")
+        study.syntax_targets += targets
+    coref_treebank = syntax["coref_treebank"]
+    coref = (syntax["coref_split"] in study.splits.get(coref_treebank, [])
+             and coref_treebank in study.config["data"]["coreference_treebanks"])
+    study.coref_pairs = sorted({(m, c) for m, c, _ in study.syntax_targets}) if coref else []
+    glove = "glove" in study.splits
+    study.attention_probes = ["attn", *(["attn_glove"] if glove else [])]
+    study.baseline_probes = ["right_branching", *(["distance_glove"] if glove else [])]
+    outputs = []
+    if study.syntax_targets:
+        analyses = [a for a in ANALYSES if a.name != COREFERENCE or study.coref_pairs]
+        outputs = [study.paths.table(name) for name in declared_tables(tuple(analyses))]
+        for model, checkpoint, treebank in study.syntax_targets:
+            outputs += study.paths.figures(STAGE, [figure.format(model=model, checkpoint=checkpoint, treebank=treebank)
+                                                   for figure in declared_figures(ANALYSES)])
+    study.stage_outputs[STAGE] = outputs
