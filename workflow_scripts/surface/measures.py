@@ -8,8 +8,18 @@ the head explorer's grid (docs/contributing.md, "Recipe: add an analysis").
 from __future__ import annotations
 
 from .head_measures import HeadMeasure
+from .same_word import same_word_sums
 
-HEAD_MEASURES: tuple[HeadMeasure, ...] = ()
+HEAD_MEASURES: tuple[HeadMeasure, ...] = (
+    HeadMeasure(
+        "same_word", "attention to the same word's other pieces", "share", same_word_sums,
+        caption="How much of a word piece's attention stays inside its word, on the surface corpus (config "
+                "surface.corpus, default wiki): one row per (model, checkpoint, layer, head), layers and heads "
+                "0-based. ``same_word``: for every token of a word split into two or more tokens, the attention it "
+                "gives to its word's other tokens, averaged over those tokens of every example (``n_units`` of "
+                "them), with its 95% bootstrap interval over examples (``same_word_low``/``same_word_high``). "
+                "[C]'s token-to-word conversion sums this attention away; docs/surface.md."),
+)
 
 
 def measure_named(name: str) -> HeadMeasure:
