@@ -2,7 +2,6 @@
 # Causal head checks (docs/ablation.md): heads disabled through transformers' attention-function
 # interface. Which runs and models are ablated is the study model's (STUDY.disabling_runs,
 # STUDY.found_heads_models; workflow_scripts/study/plans/ablation.py).
-from workflow_scripts.study.plans.ablation import disabling_part, found_heads_inputs, found_heads_part, found_heads_runs
 
 ABLATION = STUDY.config["ablation"]
 
@@ -13,7 +12,7 @@ rule head_disabling:
         checkpoint=STUDY.paths.checkpoint_manifest("{model}", "{task}.seed{seed}.final"),
         dev=lambda wc: STUDY.paths.data_table(wc.task, STUDY.dev_split(wc.task)),
     output:
-        disabling_part(STUDY, "{model}", "{task}", "{seed}"),
+        STUDY.inputs.ablation.disabling_part("{model}", "{task}", "{seed}"),
     log:
         STUDY.paths.log("ablation", "{model}_{task}.seed{seed}_disabling"),
     wildcard_constraints:
@@ -40,7 +39,7 @@ rule head_disabling:
 
 rule head_disabling_table:
     input:
-        [disabling_part(STUDY, m, t, s) for m, t, s in STUDY.disabling_runs],
+        [STUDY.inputs.ablation.disabling_part(m, t, s) for m, t, s in STUDY.disabling_runs],
     output:
         report(
             STUDY.paths.table("head_disabling"),
@@ -85,9 +84,9 @@ rule head_disabling_figure:
 # the same layer, ablated: the change in the ablated tasks' dev metrics and in the attention-only probe's UAS.
 rule found_heads:
     input:
-        unpack(lambda wc: found_heads_inputs(STUDY, wc.model)),
+        unpack(STUDY.inputs.ablation.found_heads),
     output:
-        found_heads_part(STUDY, "{model}"),
+        STUDY.inputs.ablation.found_heads_part("{model}"),
     log:
         STUDY.paths.log("ablation", "{model}_found_heads"),
     conda:
@@ -99,8 +98,8 @@ rule found_heads:
         runtime=ABLATION["runtime"],
         gpu=1 if ABLATION["device"] == "cuda" else 0,
     params:
-        tasks=lambda wc: [STUDY.task_spec(t).params() for t, _ in found_heads_runs(STUDY, wc.model)],
-        settings=lambda wc: [STUDY.finetune_settings(t, wc.model) for t, _ in found_heads_runs(STUDY, wc.model)],
+        tasks=STUDY.inputs.ablation.found_heads_tasks,
+        settings=STUDY.inputs.ablation.found_heads_settings,
         treebank=STUDY.syntax_treebank,
         relations=STUDY.config["syntax"]["relations"],
         select_split=STUDY.config["syntax"]["select_split"],
@@ -125,7 +124,7 @@ rule found_heads:
 
 rule found_heads_table:
     input:
-        [found_heads_part(STUDY, m) for m in STUDY.found_heads_models],
+        [STUDY.inputs.ablation.found_heads_part(m) for m in STUDY.found_heads_models],
     output:
         report(
             STUDY.paths.table("found_heads"),

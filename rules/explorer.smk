@@ -9,7 +9,7 @@ EXPLORER = STUDY.config["explorer"]
 
 rule head_explorer:
     input:
-        unpack(STUDY.inputs.explorer),
+        unpack(STUDY.inputs.explorer.page),
     output:
         report(
             STUDY.paths.page("explorer", "{model}"),
@@ -25,7 +25,7 @@ rule head_explorer:
         mem_mb=3000,
         runtime=10,
     params:
-        layout=STUDY.inputs.explorer_layout,
+        layout=STUDY.inputs.explorer.layout,
         relations=STUDY.config["syntax"]["relations"],
         select_split=STUDY.config["syntax"]["select_split"],
         examples=EXPLORER["examples"],

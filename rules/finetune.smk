@@ -42,7 +42,7 @@ for _task in STUDY.finetune_tasks:
             gpu=1 if _settings["device"] == "cuda" else 0,
         params:
             task=STUDY.task_spec(_task).params(),
-            settings=STUDY.inputs.finetune_settings(_task),
+            settings=STUDY.inputs.finetune.settings(_task),
             offline=STUDY.offline,
             mirror=STUDY.mirror,
         script:

@@ -15,7 +15,7 @@ FINETUNED_NAME = r"[a-z0-9]+\.seed\d+\.(step\d+|final)"
 
 rule pattern_features:
     input:
-        unpack(STUDY.inputs.effects_dump),
+        unpack(STUDY.inputs.finetune_effects.dump),
     output:
         STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "pattern_features.parquet"),
     log:
@@ -35,7 +35,7 @@ rule pattern_features:
 
 rule pattern_label_seed:
     input:
-        features=STUDY.inputs.pattern_label_features,
+        features=STUDY.inputs.finetune_effects.pattern_label_features,
     output:
         STUDY.paths.analysis("finetune_effects", "{model}", "pattern_labels_seed.csv"),
     log:
@@ -57,7 +57,7 @@ rule pattern_label_seed:
 
 rule pattern_cnn:
     input:
-        unpack(STUDY.inputs.pattern_cnn),
+        unpack(STUDY.inputs.finetune_effects.pattern_cnn),
     output:
         model=STUDY.paths.analysis("finetune_effects", "{model}", "pattern_cnn.safetensors"),
         model_info=STUDY.paths.analysis("finetune_effects", "{model}", "pattern_cnn.json"),
@@ -81,7 +81,7 @@ rule pattern_cnn:
 
 rule pattern_classes_part:
     input:
-        unpack(STUDY.inputs.pattern_classes),
+        unpack(STUDY.inputs.finetune_effects.pattern_classes),
     output:
         STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "pattern_classes.csv"),
     log:
@@ -102,7 +102,7 @@ rule pattern_classes_part:
 
 rule finetune_change_part:
     input:
-        unpack(STUDY.inputs.effects_dump),
+        unpack(STUDY.inputs.finetune_effects.dump),
         pretrained=lambda wc: STUDY.paths.dump_manifest(wc.model, "pretrained", wc.corpus, STUDY.dev_split(wc.corpus)),
     output:
         STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "finetune_change.csv"),
@@ -126,7 +126,7 @@ rule finetune_change_part:
 
 rule lexical_counts:
     input:
-        unpack(STUDY.inputs.effects_dump),
+        unpack(STUDY.inputs.finetune_effects.dump),
         annotation=lambda wc: STUDY.paths.annotation(wc.corpus, STUDY.dev_split(wc.corpus)),
     output:
         counts=STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "lexical_counts.npz"),
@@ -149,7 +149,7 @@ rule lexical_counts:
 
 rule pattern_classes_table:
     input:
-        [STUDY.inputs.effects_part(m, c, t, "pattern_classes.csv") for m, c, t in STUDY.effects_targets],
+        [STUDY.inputs.finetune_effects.part(m, c, t, "pattern_classes.csv") for m, c, t in STUDY.effects_targets],
     output:
         report(
             STUDY.paths.table("pattern_classes"),
@@ -194,7 +194,7 @@ rule pattern_classifier_table:
 rule finetune_change_table:
     input:
         [
-            STUDY.inputs.effects_part(m, c, t, "finetune_change.csv")
+            STUDY.inputs.finetune_effects.part(m, c, t, "finetune_change.csv")
             for m, c, t in STUDY.effects_targets
             if c != "pretrained"
         ],
@@ -218,7 +218,7 @@ rule finetune_change_table:
 
 rule lexical_tables:
     input:
-        counts=[STUDY.inputs.effects_part(m, c, t, "lexical_counts.npz") for m, c, t in STUDY.effects_targets],
+        counts=[STUDY.inputs.finetune_effects.part(m, c, t, "lexical_counts.npz") for m, c, t in STUDY.effects_targets],
         checkpoints=[STUDY.paths.checkpoint_manifest(m, c) for m, c, t in STUDY.effects_targets],
     output:
         layers=report(

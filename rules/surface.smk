@@ -4,7 +4,7 @@
 # rules combine the parts into {results}/tables/{surface_heads,sep_gradient,head_clusters}.csv and draw
 # the figures under {results}/figures/surface/. See docs/surface.md.
 
-from workflow_scripts.study.plans.surface import MEASURE_PATTERN, measure_caption
+from workflow_scripts.study.plans.surface import MEASURE_PATTERN
 
 SURFACE = STUDY.config["surface"]
 
@@ -15,7 +15,7 @@ SURFACE = STUDY.config["surface"]
 # dump would write (workflow_scripts/attention/partials.py).
 rule surface_heads_shard:
     input:
-        unpack(STUDY.inputs.surface),
+        unpack(STUDY.inputs.surface.dump),
     output:
         STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "surface_heads"),
     log:
@@ -36,7 +36,7 @@ rule surface_heads_shard:
 
 rule surface_heads_part:
     input:
-        dump=lambda wc: STUDY.inputs.surface(wc)["dump"],
+        dump=lambda wc: STUDY.inputs.surface.dump(wc)["dump"],
         partials=expand(
             STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "surface_heads"),
             shard_group=STUDY.shard_groups,
@@ -63,7 +63,7 @@ rule surface_heads_part:
 
 rule sep_gradient_part:
     input:
-        unpack(STUDY.inputs.sep_gradient),
+        unpack(STUDY.inputs.surface.sep_gradient),
     output:
         STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "sep_gradient.csv"),
     log:
@@ -78,7 +78,7 @@ rule sep_gradient_part:
         corpus=SURFACE["corpus"],
         split=SURFACE["split"],
         examples=SURFACE["gradient_examples"],
-        task=STUDY.inputs.checkpoint_task,
+        task=STUDY.inputs.surface.checkpoint_task,
         mask_prob=SURFACE["gradient_mask_prob"],
         seed=SURFACE["gradient_seed"],
         resamples=SURFACE["bootstrap_resamples"],
@@ -90,7 +90,7 @@ rule sep_gradient_part:
 
 rule head_clusters_part:
     input:
-        unpack(STUDY.inputs.surface),
+        unpack(STUDY.inputs.surface.dump),
         surface=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "surface_heads.csv"),
     output:
         clusters=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "head_clusters.csv"),
@@ -115,7 +115,7 @@ rule head_clusters_part:
 
 rule attention_distance_shard:
     input:
-        dump=lambda wc: STUDY.inputs.surface(wc)["dump"],
+        dump=lambda wc: STUDY.inputs.surface.dump(wc)["dump"],
     output:
         STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "attention_distance"),
     log:
@@ -135,7 +135,7 @@ rule attention_distance_shard:
 
 rule attention_distance_part:
     input:
-        dump=lambda wc: STUDY.inputs.surface(wc)["dump"],
+        dump=lambda wc: STUDY.inputs.surface.dump(wc)["dump"],
         partials=expand(
             STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "attention_distance"),
             shard_group=STUDY.shard_groups,
@@ -165,8 +165,8 @@ rule attention_distance_part:
 # (report/surface_head_measure.rst shows params.caption). docs/contributing.md, "Recipe: add an analysis".
 rule head_measure_shard:
     input:
-        dump=lambda wc: STUDY.inputs.surface(wc)["dump"],
-        tokens=lambda wc: STUDY.inputs.surface(wc)["tokens"],
+        dump=lambda wc: STUDY.inputs.surface.dump(wc)["dump"],
+        tokens=lambda wc: STUDY.inputs.surface.dump(wc)["tokens"],
     output:
         STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "{measure}"),
     log:
@@ -185,7 +185,7 @@ rule head_measure_shard:
 
 rule head_measure_part:
     input:
-        dump=lambda wc: STUDY.inputs.surface(wc)["dump"],
+        dump=lambda wc: STUDY.inputs.surface.dump(wc)["dump"],
         partials=expand(
             STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "{measure}"),
             shard_group=STUDY.shard_groups,
@@ -233,7 +233,7 @@ rule head_measure_table:
         mem_mb=1000,
         runtime=10,
     params:
-        caption=measure_caption,
+        caption=STUDY.inputs.surface.measure_caption,
     script:
         "scripts/entry.py"
 

@@ -199,7 +199,7 @@ rule probe_features:
 
 rule probe_attention:
     input:
-        unpack(STUDY.inputs.probe_attention),
+        unpack(STUDY.inputs.syntax.probe_attention),
     output:
         STUDY.paths.analysis("syntax", "{model}", "{checkpoint}", "probes", "{treebank}", "{probe}.parquet"),
     log:
@@ -224,7 +224,7 @@ rule probe_attention:
 
 rule probe_baseline:
     input:
-        unpack(STUDY.inputs.probe_baseline),
+        unpack(STUDY.inputs.syntax.probe_baseline),
     output:
         STUDY.paths.analysis("syntax", "{model}", "baselines", "{treebank}", "{probe}.parquet"),
     log:

@@ -123,17 +123,20 @@ def test_rule_inputs_follow_the_wildcards_and_the_study():
     inputs = study.inputs
     finetuned = SimpleNamespace(model=MODEL, checkpoint="cola.seed42.final")
     # the gradient of a fine-tuned checkpoint reads its own task's dev examples; the pretrained one does not
-    assert inputs.sep_gradient(finetuned)["task_data"] == "R/data/cola/dev.parquet"
-    assert "task_data" not in inputs.sep_gradient(SimpleNamespace(model=MODEL, checkpoint="pretrained"))
-    assert inputs.surface(finetuned)["dump"] == f"R/attention/{MODEL}/cola.seed42.final/wiki/segments/manifest.json"
-    probe = inputs.probe_attention(SimpleNamespace(model=MODEL, checkpoint="pretrained", treebank="ewt",
+    assert inputs.surface.sep_gradient(finetuned)["task_data"] == "R/data/cola/dev.parquet"
+    assert "task_data" not in inputs.surface.sep_gradient(SimpleNamespace(model=MODEL, checkpoint="pretrained"))
+    dump = inputs.surface.dump(finetuned)["dump"]
+    assert dump == f"R/attention/{MODEL}/cola.seed42.final/wiki/segments/manifest.json"
+    probe = inputs.syntax.probe_attention(SimpleNamespace(model=MODEL, checkpoint="pretrained", treebank="ewt",
                                                    probe="attn_glove"))
     assert probe["train_maps"] == f"R/analysis/syntax/{MODEL}/pretrained/probe_features/ewt_train.maps.npy"
     assert probe["glove"] == "R/data/glove/vectors.parquet"
-    assert "glove" not in inputs.probe_baseline(SimpleNamespace(model=MODEL, treebank="ewt", probe="right_branching"))
-    effects = inputs.effects_dump(SimpleNamespace(model=MODEL, checkpoint="pretrained", corpus="cola"))
+    baseline = SimpleNamespace(model=MODEL, treebank="ewt", probe="right_branching")
+    assert "glove" not in inputs.syntax.probe_baseline(baseline)
+    effects = inputs.finetune_effects.dump(SimpleNamespace(model=MODEL, checkpoint="pretrained", corpus="cola"))
     assert effects["tokens"] == f"R/tokens/{MODEL}/cola/dev.parquet"
-    rule_classes = inputs.pattern_classes(SimpleNamespace(model=MODEL, checkpoint="pretrained", corpus="cola"))
+    pretrained = SimpleNamespace(model=MODEL, checkpoint="pretrained", corpus="cola")
+    rule_classes = inputs.finetune_effects.pattern_classes(pretrained)
     assert set(rule_classes) == ({"checkpoint", "features"} if study.config["finetune_effects"]["classifier"] == "rule"
                                  else {"checkpoint", "features", "dump", "tokens", "cnn", "cnn_info"})
 

@@ -67,7 +67,7 @@ def test_a_local_csv_task_is_fine_tuned_and_analysed_like_a_built_in_one(tmp_pat
     assert [r for r in study.finetune_runs if r[1] == "reviews"] == [(MODEL, "reviews", 42)]
     assert "reviews" in study.effects_tasks and study.entry_pattern("hub", "table") == "reviews"
     assert "wic_marking" not in study.finetune_settings("reviews", MODEL)
-    assert study.inputs.source_files("reviews", "dev") == [str(folder / "dev.csv")]
+    assert study.inputs.data.source_files("reviews", "dev") == [str(folder / "dev.csv")]
 
 
 @pytest.mark.parametrize("change, fragment", [

@@ -23,5 +23,5 @@ def build_study(config: Mapping[str, Any]) -> Study:
     study = new_study(config)
     for stage_plan in STAGE_PLANS:
         stage_plan.plan(study)
-    study.inputs = RuleInputs(study)
+    study.inputs = RuleInputs.of(study)
     return study

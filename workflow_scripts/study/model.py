@@ -68,7 +68,7 @@ class Study:
     # explorer
     explorer: ExplorerPlan = field(default_factory=ExplorerPlan)
     stage_outputs: dict[str, list[str]] = field(default_factory=dict)
-    # The input functions of the rules (workflow_scripts/study/inputs.py: RuleInputs), set by build.build_study
+    # The rules' input functions, per stage (workflow_scripts/study/inputs.py: RuleInputs), set by build.build_study
     # once every stage has planned: inputs.py reads the Study, so this module does not import it.
     inputs: Any = None
 

@@ -112,3 +112,27 @@ def found_heads_inputs(study: Study, model: str) -> dict[str, Any]:
     if study.coref_pairs:
         inputs["coref_best"] = study.paths.table("coref_best")
     return inputs
+
+
+class Inputs:
+    """Input and params functions of rules/ablation.smk (``STUDY.inputs.ablation``)."""
+
+    def __init__(self, study: Study) -> None:
+        self.study = study
+
+    def disabling_part(self, model: str, task: str, seed: int | str) -> str:
+        return disabling_part(self.study, model, task, seed)
+
+    def found_heads_part(self, model: str) -> str:
+        return found_heads_part(self.study, model)
+
+    def found_heads(self, wc: Any) -> dict[str, Any]:
+        return found_heads_inputs(self.study, wc.model)
+
+    def found_heads_tasks(self, wc: Any) -> list[dict[str, Any]]:
+        """A params function: the entries of the tasks of the model's ablated runs."""
+        return [self.study.task_spec(t).params() for t, _ in found_heads_runs(self.study, wc.model)]
+
+    def found_heads_settings(self, wc: Any) -> list[dict[str, Any]]:
+        """A params function: the run settings of the tasks of the model's ablated runs."""
+        return [self.study.finetune_settings(t, wc.model) for t, _ in found_heads_runs(self.study, wc.model)]

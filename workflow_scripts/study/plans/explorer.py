@@ -113,3 +113,18 @@ def explorer_layout(study: Study, model: str) -> dict[str, Any]:
     if plan.measures:
         layout["measures"] = plan.measures
     return layout
+
+
+class Inputs:
+    """Input and params functions of rules/explorer.smk (``STUDY.inputs.explorer``)."""
+
+    def __init__(self, study: Study) -> None:
+        self.study = study
+
+    def page(self, wc: Any) -> dict[str, Any]:
+        """The tables, pattern features, example dumps and token table of the model's page."""
+        return explorer_inputs(self.study, wc.model)
+
+    def layout(self, wc: Any) -> dict[str, Any]:
+        """A params function: how the page's input files line up (checkpoints, tasks, the examples' corpus)."""
+        return explorer_layout(self.study, wc.model)

@@ -51,3 +51,14 @@ def plan(study: Study) -> None:
     study.finetune_runs = [(model, task, seed) for model in study.models for task in study.finetune_tasks
                            for seed in task_seeds(study.config[STAGE], task)]
     study.stage_outputs[STAGE] = [study.paths.table(name) for name in ANALYSES[0].tables] if study.finetune_runs else []
+
+
+class Inputs:
+    """Params functions of rules/finetune.smk (``STUDY.inputs.finetune``)."""
+
+    def __init__(self, study: Study) -> None:
+        self.study = study
+
+    def settings(self, task: str):
+        """A params function: the task's run settings for the job's model (its max_length when null)."""
+        return lambda wc: self.study.finetune_settings(task, wc.model)

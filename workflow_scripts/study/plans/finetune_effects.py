@@ -3,7 +3,7 @@ are analysed (``finetune_effects.tasks``) and at which checkpoints."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .declarations import Analysis, declared_figures, declared_tables
 from .finetune import chosen_tasks
@@ -38,3 +38,56 @@ def plan(study: Study) -> None:
     study.stage_outputs[STAGE] = ([study.paths.table(name) for name in declared_tables(ANALYSES)]
                                   + study.paths.figures(STAGE, declared_figures(ANALYSES))
                                   if study.effects_tasks else [])
+
+
+class Inputs:
+    """Input functions of rules/finetune_effects.smk (``STUDY.inputs.finetune_effects``)."""
+
+    def __init__(self, study: Study) -> None:
+        self.study = study
+        self.paths = study.paths
+
+    def part(self, model: str, checkpoint: str, task: str, name: str) -> str:
+        return self.paths.analysis(STAGE, model, checkpoint, task, name)
+
+    def model_file(self, model: str, name: str) -> str:
+        """A file of the effects stage that belongs to a model (the pattern CNN and its labels)."""
+        return self.paths.analysis(STAGE, model, name)
+
+    def dump(self, wc: Any) -> dict[str, str]:
+        """Checkpoint, dump and token table of a task's dev inputs (``corpus`` is the task)."""
+        split = self.study.dev_split(wc.corpus)
+        return {
+            "checkpoint": self.paths.checkpoint_manifest(wc.model, wc.checkpoint),
+            "dump": self.paths.dump_manifest(wc.model, wc.checkpoint, wc.corpus, split),
+            "tokens": self.paths.token_table(wc.model, wc.corpus, split),
+        }
+
+    def pattern_classes(self, wc: Any) -> dict[str, str]:
+        """The rule labeller reads the features; the CNN classifier also the dump and the trained CNN."""
+        inputs = {
+            "checkpoint": self.paths.checkpoint_manifest(wc.model, wc.checkpoint),
+            "features": self.part(wc.model, wc.checkpoint, wc.corpus, "pattern_features.parquet"),
+        }
+        if self.study.config[STAGE]["classifier"] == "cnn":
+            inputs.update(self.dump(wc))
+            # Weights in safetensors and their JSON description: neither can run code when read (docs/security.md).
+            inputs["cnn"] = self.model_file(wc.model, "pattern_cnn.safetensors")
+            inputs["cnn_info"] = self.model_file(wc.model, "pattern_cnn.json")
+        return inputs
+
+    def pattern_cnn(self, wc: Any) -> dict[str, Any]:
+        """The seeded labels, every dump and token table of the model's parts, and the human labels if any."""
+        pairs = self.study.effects_pairs(wc.model)
+        inputs: dict[str, Any] = {
+            "seeded": self.model_file(wc.model, "pattern_labels_seed.csv"),
+            "dumps": [self.paths.dump_manifest(wc.model, c, t, self.study.dev_split(t)) for c, t in pairs],
+            "tokens": [self.paths.token_table(wc.model, t, self.study.dev_split(t)) for c, t in pairs],
+        }
+        human = self.study.config[STAGE]["human_labels"]
+        if human:
+            inputs["human"] = human
+        return inputs
+
+    def pattern_label_features(self, wc: Any) -> list[str]:
+        return [self.part(wc.model, c, t, "pattern_features.parquet") for c, t in self.study.effects_pairs(wc.model)]

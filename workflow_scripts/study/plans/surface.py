@@ -3,9 +3,10 @@ distance and every declared head measure (surface/measures.py), on the surface c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...core.subjects import split_subject
+from ...models.checkpoints import parse_checkpoint_name
 from ...surface.measures import HEAD_MEASURES, measure_named
 from .declarations import Analysis, declared_figures, declared_tables
 
@@ -38,11 +39,6 @@ MEASURE_NAMES = tuple(m.name for m in HEAD_MEASURES)
 MEASURE_PATTERN = "|".join(sorted(MEASURE_NAMES, key=len, reverse=True)) or "(?!x)x"
 
 
-def measure_caption(wildcards) -> str:
-    """A params function: the declared caption of the job's measure (report/surface_head_measure.rst shows it)."""
-    return measure_named(wildcards.measure).caption
-
-
 def plan(study: Study) -> None:
     """The (subject, checkpoint) pairs dumped on surface.corpus/surface.split; the gradient's pairs (attention
     weights only: the gradient with respect to the weights is a property of the weights alone)."""
@@ -54,3 +50,45 @@ def plan(study: Study) -> None:
     study.stage_outputs[STAGE] = ([study.paths.table(name) for name in declared_tables(tuple(analyses))]
                                   + study.paths.figures(STAGE, declared_figures(tuple(analyses)))
                                   if study.surface_pairs else [])
+
+
+class Inputs:
+    """Input and params functions of rules/surface.smk (``STUDY.inputs.surface``)."""
+
+    def __init__(self, study: Study) -> None:
+        self.study = study
+        self.paths = study.paths
+
+    def _corpus(self) -> tuple[str, str]:
+        surface = self.study.config[STAGE]
+        return surface["corpus"], surface["split"]
+
+    def dump(self, wc: Any) -> dict[str, str]:
+        """Checkpoint, dump and token table of the surface corpus."""
+        corpus, split = self._corpus()
+        return {
+            "checkpoint": self.paths.checkpoint_manifest(wc.model, wc.checkpoint),
+            "dump": self.paths.dump_manifest(wc.model, wc.checkpoint, corpus, split),
+            "tokens": self.paths.token_table(wc.model, corpus, split),
+        }
+
+    def sep_gradient(self, wc: Any) -> dict[str, str]:
+        """A fine-tuned checkpoint also reads its own task's dev examples (for its task loss)."""
+        corpus, split = self._corpus()
+        inputs = {
+            "checkpoint": self.paths.checkpoint_manifest(wc.model, wc.checkpoint),
+            "tokens": self.paths.token_table(wc.model, corpus, split),
+        }
+        info = parse_checkpoint_name(wc.checkpoint)
+        if info["kind"] == "finetuned":
+            inputs["task_data"] = self.paths.data_table(info["task"], self.study.dev_split(info["task"]))
+        return inputs
+
+    def checkpoint_task(self, wc: Any) -> dict[str, Any] | None:
+        """A params function: the entry of a fine-tuned checkpoint's task (None for pretrained and random)."""
+        info = parse_checkpoint_name(wc.checkpoint)
+        return self.study.task_spec(info["task"]).params() if info["kind"] == "finetuned" else None
+
+    def measure_caption(self, wc: Any) -> str:
+        """A params function: the declared caption of the job's head measure (report/surface_head_measure.rst)."""
+        return measure_named(wc.measure).caption

@@ -3,7 +3,7 @@ syntax.treebanks whose selection and score splits are dumped; coreference heads 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .declarations import Analysis, declared_figures, declared_tables
 
@@ -57,3 +57,47 @@ def plan(study: Study) -> None:
             outputs += study.paths.figures(STAGE, [figure.format(model=model, checkpoint=checkpoint, treebank=treebank)
                                                    for figure in declared_figures(ANALYSES)])
     study.stage_outputs[STAGE] = outputs
+
+
+class Inputs:
+    """Input functions of rules/syntax.smk (``STUDY.inputs.syntax``)."""
+
+    def __init__(self, study: Study) -> None:
+        self.study = study
+        self.paths = study.paths
+
+    def _splits(self) -> tuple[str, str]:
+        syntax = self.study.config[STAGE]
+        return syntax["select_split"], syntax["score_split"]
+
+    def probe_attention(self, wc: Any) -> dict[str, str]:
+        """Probe features of the selection (train) and score splits, their annotation, GloVe for attn_glove."""
+        select, score = self._splits()
+        inputs = {
+            "train_maps": self.probe_features(wc.model, wc.checkpoint, f"{wc.treebank}_{select}.maps.npy"),
+            "train_index": self.probe_features(wc.model, wc.checkpoint, f"{wc.treebank}_{select}.index.npz"),
+            "test_maps": self.probe_features(wc.model, wc.checkpoint, f"{wc.treebank}_{score}.maps.npy"),
+            "test_index": self.probe_features(wc.model, wc.checkpoint, f"{wc.treebank}_{score}.index.npz"),
+            "train_annotation": self.paths.annotation(wc.treebank, select),
+            "test_annotation": self.paths.annotation(wc.treebank, score),
+        }
+        if wc.probe == "attn_glove":
+            inputs["glove"] = self.paths.data_table("glove", "vectors")
+        return inputs
+
+    def probe_features(self, model: str, checkpoint: str, name: str) -> str:
+        """A file of the attention probes' features (rule probe_features), e.g. 'ewt_train.maps.npy'."""
+        return self.paths.analysis(STAGE, model, checkpoint, "probe_features", name)
+
+    def probe_baseline(self, wc: Any) -> dict[str, str]:
+        """Token tables and annotation of both splits (no attention), GloVe for distance_glove."""
+        select, score = self._splits()
+        inputs = {
+            "train_tokens": self.paths.token_table(wc.model, wc.treebank, select),
+            "test_tokens": self.paths.token_table(wc.model, wc.treebank, score),
+            "train_annotation": self.paths.annotation(wc.treebank, select),
+            "test_annotation": self.paths.annotation(wc.treebank, score),
+        }
+        if wc.probe == "distance_glove":
+            inputs["glove"] = self.paths.data_table("glove", "vectors")
+        return inputs
