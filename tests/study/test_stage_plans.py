@@ -79,3 +79,20 @@ def test_the_head_measure_caption_shows_the_declared_caption():
             caption=measure.caption)))
         body = publish_parts(text, writer="html")["body"]
         assert measure.caption.split()[0] in body
+
+
+def test_a_plan_imports_only_the_plans_of_earlier_stages():
+    import ast
+
+    order = {stage: index for index, stage in enumerate(STAGES)}
+    for plan in STAGE_PLANS:
+        tree = ast.parse((REPO / "workflow_scripts" / "study" / "plans" / f"{plan.STAGE}.py").read_text())
+        named = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                if node.module is None:
+                    named |= {alias.name for alias in node.names}
+                else:
+                    named.add(node.module.split(".")[0])
+        later = [name for name in named if name in order and order[name] >= order[plan.STAGE]]
+        assert not later, f"plans/{plan.STAGE}.py imports the plan of {later}: a plan reads earlier stages only"
