@@ -8,6 +8,7 @@ the head explorer's grid (docs/contributing.md, "Recipe: add an analysis").
 from __future__ import annotations
 
 from .head_measures import HeadMeasure
+from .position_measures import first_token_sums, previous_token_sums
 from .same_word import same_word_sums
 
 HEAD_MEASURES: tuple[HeadMeasure, ...] = (
@@ -19,6 +20,20 @@ HEAD_MEASURES: tuple[HeadMeasure, ...] = (
                 "gives to its word's other tokens, averaged over those tokens of every example (``n_units`` of "
                 "them), with its 95% bootstrap interval over examples (``same_word_low``/``same_word_high``). "
                 "[C]'s token-to-word conversion sums this attention away; docs/surface.md."),
+    HeadMeasure(
+        "first_token", "attention to the first token (alpha_1)", "share", first_token_sums,
+        caption="Gu et al. (2025)'s alpha_1 on the surface corpus (config surface.corpus, default wiki): one row per "
+                "(model, checkpoint, layer, head), layers and heads 0-based. ``first_token``: the attention of every "
+                "query but the first to position 0 (a decoder's attention sink, an encoder's [CLS]), averaged over "
+                "those queries of every example (``n_units``), with its 95% bootstrap interval over examples. A head "
+                "with alpha_1 above 0.3 is a sink head in their sink rate; docs/surface.md."),
+    HeadMeasure(
+        "previous_token", "attention to the previous token", "share", previous_token_sums,
+        caption="The previous-token score on the surface corpus (config surface.corpus, default wiki): one row per "
+                "(model, checkpoint, layer, head), layers and heads 0-based. ``previous_token``: the attention of "
+                "every query but the first to the position before it, averaged over those queries of every example "
+                "(``n_units``), with its 95% bootstrap interval over examples. Unlike ``prev`` of surface_heads.csv, "
+                "the first query (which has no previous token) is not counted; docs/surface.md."),
 )
 
 
