@@ -238,6 +238,62 @@ rule head_measure_table:
         "scripts/entry.py"
 
 
+# Head diagnostics: each model and checkpoint (attention weights only) run on synthetic token sequences (random,
+# repeated random, one token repeated): first-token, previous-token, induction and duplicate-token scores, and the
+# sink rates per layer with natural text's (tables/first_token.csv).
+rule head_diagnostics_part:
+    input:
+        checkpoint=lambda wc: STUDY.inputs.surface.dump(wc)["checkpoint"],
+    output:
+        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "head_diagnostics.csv"),
+    log:
+        STUDY.paths.log("surface", "{model}_{checkpoint}_head_diagnostics"),
+    conda:
+        "../envs/surface.yaml"
+    threads: SURFACE["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        settings=SURFACE["diagnostics"],
+        resamples=SURFACE["bootstrap_resamples"],
+        bootstrap_seed=SURFACE["bootstrap_seed"],
+        offline=STUDY.offline,
+    script:
+        "scripts/entry.py"
+
+
+rule head_diagnostics_table:
+    input:
+        parts=[STUDY.paths.analysis("surface", m, c, "head_diagnostics.csv") for m, c in STUDY.diagnostic_pairs],
+        natural=STUDY.paths.table("first_token"),
+    output:
+        diagnostics=report(
+            STUDY.paths.table("head_diagnostics"),
+            caption="../report/surface_head_diagnostics.rst",
+            category="What does BERT look at?",
+            subcategory="Head diagnostics",
+        ),
+        sink_rates=report(
+            STUDY.paths.table("sink_rates"),
+            caption="../report/surface_sink_rates.rst",
+            category="What does BERT look at?",
+            subcategory="Head diagnostics",
+        ),
+    log:
+        STUDY.paths.log("surface", "head_diagnostics_table"),
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        threshold=SURFACE["diagnostics"]["sink_threshold"],
+    script:
+        "scripts/entry.py"
+
+
 rule attention_distance_table:
     input:
         [STUDY.paths.analysis("surface", m, c, "attention_distance.csv") for m, c in STUDY.surface_pairs],

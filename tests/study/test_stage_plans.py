@@ -61,7 +61,10 @@ def test_the_explorer_reads_the_tables_the_stages_declare_for_it():
     assert {m.name for m in HEAD_MEASURES if m.in_explorer} <= set(declared)
     study = study_of()
     assert set(study.explorer.tables) == set(declared)
-    assert [m["table"] for m in study.explorer.measures] == [m.name for m in HEAD_MEASURES if m.in_explorer]
+    grid = [(m["table"], m["column"]) for m in study.explorer.measures]
+    assert [(m.name, m.name) for m in HEAD_MEASURES if m.in_explorer] == [g for g in grid if g[0] != "head_diagnostics"]
+    assert ("head_diagnostics", "induction") in grid
+    assert {m["table"] for m in study.explorer.measures} <= set(study.explorer.tables)
 
 
 def test_a_study_without_the_surface_dump_plans_no_head_measure_and_the_explorer_shows_none():
@@ -96,3 +99,16 @@ def test_a_plan_imports_only_the_plans_of_earlier_stages():
                     named.add(node.module.split(".")[0])
         later = [name for name in named if name in order and order[name] >= order[plan.STAGE]]
         assert not later, f"plans/{plan.STAGE}.py imports the plan of {later}: a plan reads earlier stages only"
+
+
+def test_diagnostic_sequences_longer_than_a_model_takes_are_refused_before_any_job():
+    import pytest
+
+    from workflow_scripts.core.errors import ConfigError
+
+    config = one_model()
+    config["surface"] = {"diagnostics": {"length": 70}}
+    with pytest.raises(ConfigError, match=r"'surface.diagnostics.length'.*max_length 128.*at most 63"):
+        study_of(config)
+    config["surface"] = {"diagnostics": {"length": 63}}
+    assert study_of(config).diagnostic_pairs

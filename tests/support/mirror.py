@@ -91,6 +91,8 @@ def write_tiny_study(work: Path, model: Path) -> Path:
         "attention": {"checkpoints": ["pretrained", "random"], "num_shards": 2, "threads": 1,
                       "signals": ["attention", "norm"],
                       "corpora": {"wiki": ["segments"], "ewt": ["train", "dev"], "gum": ["dev"]}},
+        # Diagnostic sequences short enough for the tiny model's max_length (24 in one rerun test).
+        "surface": {"diagnostics": {"sequences": 4, "length": 8, "batch_size": 4}},
         "ablation": {"max_examples": 8, "threads": 1},
         "finetune": {"epochs": 1, "batch_size": 4, "max_train_examples": 8, "threads": 1, "save_steps": []},
     }

@@ -145,26 +145,40 @@ def cluster_section(clusters: str | Path | None, model: str, shape: ModelShape) 
     return [measure], section
 
 
-def declared_measures(measures: Sequence[Mapping[str, str]], tables: Mapping[str, str | Path | None], model: str,
+def declared_measures(measures: Sequence[Mapping[str, Any]], tables: Mapping[str, str | Path | None], model: str,
                       shape: ModelShape) -> list[dict]:
-    """A grid measure per declared head measure (``measures``: its table, label and unit; surface/head_measures.py)
-    whose table the study has rows of for ``model``, pretrained; its 95% interval and random-init control in the
-    detail."""
+    """A grid measure per declared per-head column (``measures``: its table, column, label, unit and the values other
+    columns must have, ``where``; study/plans/declarations.py) that the study has pretrained rows of for ``model``;
+    its 95% interval and random-init control, where the table has them, in the detail."""
     found = []
     for declared in measures:
-        name = declared["table"]
-        rows = _rows(tables.get(name), model, checkpoint=PRETRAINED)
+        name, column, where = declared["table"], declared["column"], dict(declared.get("where") or {})
+        rows = _rows(tables.get(name), model, checkpoint=PRETRAINED, **where)
         if rows is None:
             continue
-        values, low, high = (per_head(rows, column, shape) for column in (name, f"{name}_low", f"{name}_high"))
-        control = _rows(tables.get(name), model, checkpoint=RANDOM)
-        control_values = per_head(control, name, shape) if control is not None else [None] * shape.size
-        detail = [None if v is None else f"95% interval {lo}-{hi}" + ("" if c is None else f"; random init {c}")
-                  for v, lo, hi, c in zip(values, low, high, control_values)]
-        where = f"{rows['corpus'].iloc[0]}/{rows['split'].iloc[0]}, {int(rows['n_examples'].iloc[0])} examples"
-        found.append(_measure(f"measure.{name}", declared["label"], "head measures", values,
-                              f"{where}, pretrained ({name}.csv)", declared["unit"], detail=detail))
+        values = per_head(rows, column, shape)
+        low, high = ((per_head(rows, f"{column}_{end}", shape) if f"{column}_{end}" in rows else [None] * shape.size)
+                     for end in ("low", "high"))
+        control = _rows(tables.get(name), model, checkpoint=RANDOM, **where)
+        control_values = per_head(control, column, shape) if control is not None else [None] * shape.size
+        detail = [None if v is None else "; ".join(part for part in (
+            f"95% interval {lo}-{hi}" if lo is not None else "", f"random init {c}" if c is not None else "") if part)
+            or None for v, lo, hi, c in zip(values, low, high, control_values)]
+        selected = ", ".join(f"{key} {value}" for key, value in where.items())
+        found.append(_measure(f"measure.{name}.{column}" + "".join(f".{v}" for v in where.values()), declared["label"],
+                              "head measures", values, f"{_source(rows)}, pretrained ({name}.csv"
+                              + (f", {selected})" if selected else ")"), declared["unit"], detail=detail))
     return found
+
+
+def _source(rows: pd.DataFrame) -> str:
+    """Where a table's rows were measured, as far as its columns say."""
+    if {"corpus", "split", "n_examples"} <= set(rows.columns):
+        return f"{rows['corpus'].iloc[0]}/{rows['split'].iloc[0]}, {int(rows['n_examples'].iloc[0])} examples"
+    if {"sequences", "tokens_per_sequence"} <= set(rows.columns):
+        sequences, tokens = int(rows["sequences"].iloc[0]), int(rows["tokens_per_sequence"].iloc[0])
+        return f"{sequences} synthetic sequences of {tokens} tokens"
+    return "the study's inputs"
 
 
 # --- syntax ---------------------------------------------------------------------------------------------------

@@ -77,13 +77,13 @@ def render_page(data: Mapping[str, Any], title: str) -> str:
 def explorer_data(model: str, tables: Mapping[str, str | Path | None], *,
                   pattern_parts: Sequence[tuple[str, str, str | Path]], relations: Sequence[str],
                   select_split: str, examples: Mapping[str, Any],
-                  head_measures: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
+                  head_measures: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """Everything the page shows about ``model``.
 
     ``tables``: study table name -> path (None or absent: the study has no such table; ``models`` is needed);
     ``pattern_parts``: (checkpoint, task, pattern_features.parquet) of the pattern classes to show;
     ``examples``: the example maps (:func:`workflow_scripts.explorer.example_maps.example_maps`);
-    ``head_measures``: the declared head measures that colour the grid too (their table, label and unit).
+    ``head_measures``: the declared per-head columns that colour the grid too (study/plans/declarations.py).
     """
     shape = model_shape(tables["models"], model)
     measures: list[dict] = []
@@ -131,7 +131,7 @@ def head_explorer(model: str, tables: Mapping[str, str | Path | None], output: s
                   example_dumps: Sequence[tuple[str, str, str | Path]], example_tokens: str | Path | None,
                   corpus: str | None, split: str | None, examples: int, max_tokens: int,
                   example_ids: Sequence[int] | None, max_megabytes: float,
-                  head_measures: Sequence[Mapping[str, str]] = ()) -> int:
+                  head_measures: Sequence[Mapping[str, Any]] = ()) -> int:
     """Write the explorer page of ``model`` to ``output``; return its size in bytes.
 
     ``example_dumps``: (checkpoint, label, dump directory) whose maps are drawn side by side, on the examples

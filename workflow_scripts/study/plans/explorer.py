@@ -1,11 +1,11 @@
 """The head explorer's plan (stage ``explorer``): what each model's page reads.
 
 The explorer reads the results of every analysis stage, so it plans last. A page reads the per-head tables that
-the earlier stages' plans declare for it (``Analysis.explorer_tables``) and the study produces, the declared head
-measures among them (surface/measures.py: the page colours its grid by each), the pattern features of each
-analysed task at the pretrained and the final fine-tuned checkpoint (first seed), and the dumps of a few example
-inputs: a fine-tuned and analysed task's dev inputs before and after fine-tuning (``explorer.task``, by default the
-first such task), else the syntax treebank's score split, pretrained only.
+the earlier stages' plans declare for it (``Analysis.explorer_tables``) and the study produces, with the per-head
+columns they declare for its grid (``Analysis.explorer_measures``: the head measures, the head diagnostics); the
+pattern features of each analysed task at the pretrained and the final fine-tuned checkpoint (first seed); and the
+dumps of a few example inputs: a fine-tuned and analysed task's dev inputs before and after fine-tuning
+(``explorer.task``, by default the first such task), else the syntax treebank's score split, pretrained only.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import ConfigError
-from ...surface.measures import HEAD_MEASURES
 from . import ablation, attention, data, finetune, finetune_effects, models, surface, syntax
 from .declarations import ExplorerPlan
 
@@ -36,8 +35,8 @@ def plan(study: Study) -> None:
     """Set ``study.explorer`` and the stage's outputs (one page per model)."""
     planned = set(study.outputs())
     tables = {name: study.paths.table(name) for name in explorer_tables() if study.paths.table(name) in planned}
-    measures = [{"table": m.name, "label": m.label, "unit": m.unit} for m in HEAD_MEASURES
-                if m.in_explorer and m.name in tables]
+    measures = [measure.as_params() for plan in EARLIER_PLANS for analysis in plan.ANALYSES
+                for measure in analysis.explorer_measures if measure.table in tables]
     study.explorer = ExplorerPlan(tables=tables, measures=measures)
     study.explorer.corpus, study.explorer.split, study.explorer.task = _example_source(study)
     study.stage_outputs[STAGE] = [study.paths.page(STAGE, model) for model in study.models]

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...core.errors import ConfigError
 from ...core.subjects import split_subject
 from ...models.checkpoints import parse_checkpoint_name
 from ...surface.measures import HEAD_MEASURES, measure_named
-from .declarations import Analysis, declared_figures, declared_tables
+from .declarations import Analysis, ExplorerMeasure, declared_figures, declared_tables
 
 if TYPE_CHECKING:
     from ..model import Study
@@ -17,6 +18,7 @@ STAGE = "surface"
 PER_SHARD = "(subject, checkpoint) x shard group of the surface dump"
 PER_CHECKPOINT = "(subject, checkpoint) of the surface dump"
 GRADIENT = "sep_gradient"
+DIAGNOSTICS = "head_diagnostics"
 ANALYSES = (
     Analysis("surface_heads", PER_SHARD, tables=("surface_heads",),
              figures=("special_tokens", "positional", "entropy"),
@@ -29,9 +31,22 @@ ANALYSES = (
              explorer_tables=("head_clusters",)),
     Analysis("attention_distance", PER_SHARD, tables=("attention_distance",),
              captions=("surface_attention_distance.rst",), sharded=True, explorer_tables=("attention_distance",)),
+    Analysis(DIAGNOSTICS, "(model, checkpoint): the model run on synthetic token sequences",
+             tables=(DIAGNOSTICS, "sink_rates"),
+             captions=("surface_head_diagnostics.rst", "surface_sink_rates.rst"), explorer_tables=(DIAGNOSTICS,),
+             explorer_measures=(
+                 ExplorerMeasure(DIAGNOSTICS, "induction", "induction score (repeated random tokens)", "share",
+                                 (("input", "random_repeated"),)),
+                 ExplorerMeasure(DIAGNOSTICS, "duplicate", "duplicate-token score (repeated random tokens)", "share",
+                                 (("input", "random_repeated"),)),
+                 ExplorerMeasure(DIAGNOSTICS, "first_token", "attention to the first token (random tokens)", "share",
+                                 (("input", "random"),)),
+             )),
     # Each head measure is run by the shared rules head_measure_{shard,part,table}; its caption is its own.
     *(Analysis(m.name, PER_SHARD, tables=(m.name,), captions=("surface_head_measure.rst",), sharded=True,
-               explorer_tables=(m.name,) if m.in_explorer else ()) for m in HEAD_MEASURES),
+               explorer_tables=(m.name,) if m.in_explorer else (),
+               explorer_measures=(ExplorerMeasure(m.name, m.name, m.label, m.unit),) if m.in_explorer else ())
+      for m in HEAD_MEASURES),
 )
 MEASURE_NAMES = tuple(m.name for m in HEAD_MEASURES)
 # The ``measure`` wildcard of the head-measure rules: a declared name only (a pattern that matches nothing when none
@@ -46,10 +61,25 @@ def plan(study: Study) -> None:
     study.surface_pairs = [(m, c) for m, c, corpus, split in study.dumps
                            if corpus == surface["corpus"] and split == surface["split"]]
     study.gradient_pairs = [(m, c) for m, c in study.surface_pairs if split_subject(m)[1] == "attention"]
+    # The diagnostics run the model on their own inputs: one job per model and checkpoint, never per signal.
+    study.diagnostic_pairs = list(study.gradient_pairs)
+    check_diagnostic_length(study)
     analyses = [a for a in ANALYSES if a.name != GRADIENT or study.gradient_pairs]
     study.stage_outputs[STAGE] = ([study.paths.table(name) for name in declared_tables(tuple(analyses))]
                                   + study.paths.figures(STAGE, declared_figures(tuple(analyses)))
                                   if study.surface_pairs else [])
+
+
+def check_diagnostic_length(study: Study) -> None:
+    """Refuse, before any job, diagnostic sequences longer than a model takes: 2L ids plus a few special tokens."""
+    length = study.config[STAGE]["diagnostics"]["length"]
+    for model in dict.fromkeys(m for m, _ in study.diagnostic_pairs):
+        max_length = study.config["models"][model].get("max_length")
+        if max_length is not None and 2 * length + 2 > max_length:
+            raise ConfigError(f"config key 'surface.diagnostics.length': sequences of 2 x {length} token ids and "
+                              f"their special tokens exceed model {model!r}'s max_length {max_length} "
+                              f"('models.{model}.max_length'); set surface.diagnostics.length to at most "
+                              f"{(max_length - 2) // 2}")
 
 
 class Inputs:
