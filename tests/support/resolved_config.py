@@ -90,6 +90,7 @@ DEFAULT = {
         "num_shards": 4,
         "analysis_shards_per_job": 1,  # added with the key (the speed issue)
         "compression": "lz4",  # added with the key (the speed issue)
+        "max_dump_gb": None,  # added with the key (the decoder issue)
         "implementation": "eager",  # likewise
         "signals": ["attention"],  # added with the key (the signals issue)
         "runtime": 240,

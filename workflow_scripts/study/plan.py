@@ -187,7 +187,7 @@ def make_plan(configfiles: list[str], cli: list[str], *, network: bool = True, t
     every = dry_run(configfiles, cli, forceall=True)
     remaining = dry_run(configfiles, cli, forceall=False) if Path(study.results).exists() else None
     shapes = {model: model_shape(study, model, network=network) for model in study.models}
-    dumps = [size_dump(study, key, shapes[base_model(key[0])].layers_heads)
+    dumps = [size_dump(study, key, shapes[base_model(key[0])].layers_heads, causal=shapes[base_model(key[0])].causal)
              for key in (tuple(j.wildcard(w) for w in ("model", "checkpoint", "corpus", "split"))
                          for j in every if j.rule == "attention_dump_manifest")]
     per_value = BYTES_PER_VALUE[config["attention"]["compression"]]

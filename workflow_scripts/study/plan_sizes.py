@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 from ..core.subjects import base_model
 from ..data.corpora import WINDOW_SUFFIX
 from ..models.cards import model_location
+from ..models.families import family_of
 from .model import Study
 
 # Bytes on disk per float16 attention value, by attention.compression: measured on the 1000-segment wiki
@@ -118,6 +119,8 @@ class ModelShape:
     # Whether the checkpoint has a masked-LM head (the separator gradient needs one), from config.json's
     # 'architectures' (BertForMaskedLM, BertForPreTraining: yes; BertModel: no); None: not known.
     mlm_head: bool | None = None
+    # A decoder (its family is causal, models/families.py): its dumps store each map's lower triangle.
+    causal: bool = False
 
 
 def _mlm_head(config: dict[str, Any]) -> bool | None:
@@ -139,12 +142,14 @@ def model_shape(study: Study, model: str, *, network: bool) -> ModelShape:
         config_file = Path(model_location(model, entry)) / "config.json"
     config = (_read_json(config_file) if config_file else None) or {}
     card = _read_json(Path(study.results) / "models" / model / "model.json")
+    causal = family_of(config.get("model_type") or (card or {}).get("model_type")).causal
     if card and card.get("num_layers") and card.get("num_heads"):
-        return ModelShape((int(card["num_layers"]), int(card["num_heads"])), "model card", _mlm_head(config))
-    layers = next((config[k] for k in ("num_hidden_layers", "n_layers", "num_layers") if k in config), None)
-    heads = next((config[k] for k in ("num_attention_heads", "n_heads", "num_heads") if k in config), None)
+        return ModelShape((int(card["num_layers"]), int(card["num_heads"])), "model card", _mlm_head(config), causal)
+    layers = next((config[k] for k in ("num_hidden_layers", "n_layers", "num_layers", "n_layer") if k in config),
+                  None)
+    heads = next((config[k] for k in ("num_attention_heads", "n_heads", "num_heads", "n_head") if k in config), None)
     if layers and heads:
-        return ModelShape((int(layers), int(heads)), "config.json", _mlm_head(config))
+        return ModelShape((int(layers), int(heads)), "config.json", _mlm_head(config), causal)
     if hub in KNOWN_SHAPES and not entry.get("revision"):
         return ModelShape(KNOWN_SHAPES[hub], "the hub's config.json as plan_sizes.py records it", "bert-base" in hub)
     if hub and network and not study.offline and not os.environ.get("HF_HUB_OFFLINE"):
@@ -156,14 +161,15 @@ def model_shape(study: Study, model: str, *, network: bool) -> ModelShape:
             socket.getaddrinfo(urlparse(constants.ENDPOINT).hostname, 443)
             loaded = AutoConfig.from_pretrained(hub, revision=entry.get("revision"))
             return ModelShape((loaded.num_hidden_layers, loaded.num_attention_heads), "hub config.json",
-                              _mlm_head(loaded.to_dict()))
+                              _mlm_head(loaded.to_dict()), family_of(loaded.model_type).causal)
         except Exception as exc:  # noqa: BLE001 - no network or no such model: the plan says unknown
             return ModelShape(None, f"unknown (needs the model's config; the hub did not answer: {type(exc).__name__})")
     return ModelShape(None, "unknown (needs the model's config)")
 
 
-def token_table_t2(study: Study, model: str, corpus: str, split: str) -> int | None:
-    """Sum of T^2 over the examples of the results' token table, when it was made with today's settings."""
+def token_table_t2(study: Study, model: str, corpus: str, split: str, *, causal: bool = False) -> int | None:
+    """Sum of T^2 (a causal model's dump: T(T+1)/2) over the examples of the results' token table, when it was made
+    with today's settings."""
     path = Path(study.paths.token_table(model, corpus, split))
     if not path.is_file():
         return None
@@ -180,7 +186,8 @@ def token_table_t2(study: Study, model: str, corpus: str, split: str) -> int | N
     if any(meta.get(key) != value for key, value in wanted.items()):
         return None  # its job reruns with other settings: the table says nothing about the new one
     _, counts = np.unique(pq.read_table(path, columns=["example_id"])["example_id"].to_numpy(), return_counts=True)
-    return int((counts.astype(np.int64) ** 2).sum())
+    counts = counts.astype(np.int64)
+    return int((counts * (counts + 1) // 2).sum()) if causal else int((counts ** 2).sum())
 
 
 def _mean_t2(study: Study, model: str, corpus: str, split: str) -> float | None:
@@ -211,7 +218,9 @@ class DumpSize:
     values_max: int | None    # examples x layers x heads x max_length^2
 
 
-def size_dump(study: Study, dump: tuple[str, str, str, str], shape: tuple[int, int] | None) -> DumpSize:
+def size_dump(study: Study, dump: tuple[str, str, str, str], shape: tuple[int, int] | None, *,
+              causal: bool = False) -> DumpSize:
+    """The values a dump stores: T^2 per map, T(T+1)/2 for a causal model's (attention/layout.py)."""
     subject, checkpoint, corpus, split = dump
     model = base_model(subject)  # every signal of a model has the model's token tables and sizes
     size, basis = split_size(study, corpus, split)
@@ -224,11 +233,14 @@ def size_dump(study: Study, dump: tuple[str, str, str, str], shape: tuple[int, i
         why = "unknown layers/heads" if shape is None else "unknown size"
         return DumpSize(*dump, size, basis, None, why, None)
     lh = shape[0] * shape[1]
-    values_max = size * lh * study.config["models"][model]["max_length"] ** 2
-    exact = token_table_t2(study, model, corpus, split)
+    max_length = study.config["models"][model]["max_length"]
+    values_max = size * lh * (max_length * (max_length + 1) // 2 if causal else max_length ** 2)
+    exact = token_table_t2(study, model, corpus, split, causal=causal)
     if exact is not None:
         return DumpSize(*dump, size, basis, float(exact * lh), "token table", values_max)
     mean = _mean_t2(study, model, corpus, split)
     if mean is not None and "at most" not in basis:
-        return DumpSize(*dump, size, basis, size * lh * mean, "measured mean T^2", values_max)
+        # A triangle holds (T^2 + T) / 2 values; sqrt(mean T^2) >= mean T, so this errs high.
+        per_map = (mean + mean ** 0.5) / 2 if causal else mean
+        return DumpSize(*dump, size, basis, size * lh * per_map, "measured mean T^2", values_max)
     return DumpSize(*dump, size, basis, None, "bound only", values_max)

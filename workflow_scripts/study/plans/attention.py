@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...core.errors import ConfigError
 from .declarations import Analysis
 
 if TYPE_CHECKING:
@@ -22,3 +23,36 @@ def plan(study: Study) -> None:
                    for corpus, splits in attention["corpora"].items() for split in splits
                    if split in study.splits.get(corpus, [])]
     study.stage_outputs[STAGE] = [study.paths.table(name) for name in ANALYSES[0].tables]
+    if attention["max_dump_gb"] is not None:
+        check_dump_budget(study, attention["max_dump_gb"])
+
+
+def check_dump_budget(study: Study, budget_gb: float) -> None:
+    """Refuse, before any job, a dump whose size on disk (as the plan sizes it: plan_sizes.py) exceeds the budget,
+    naming the keys that bound it; a dump of a model whose layers and heads nothing local says is a note."""
+    from ...core.subjects import base_model
+    from ..plan_sizes import BYTES_PER_VALUE, model_shape, size_dump
+
+    per_value = BYTES_PER_VALUE[study.config[STAGE]["compression"]]
+    shapes = {model: model_shape(study, model, network=False) for model in study.models}
+    unsized = set()
+    for dump in study.dumps:
+        shape = shapes[base_model(dump[0])]
+        size = size_dump(study, dump, shape.layers_heads, causal=shape.causal)
+        values, how = ((size.values, size.values_basis) if size.values is not None
+                       else (size.values_max, "every example at max_length"))
+        if values is None:
+            unsized.add(base_model(dump[0]))
+            continue
+        gigabytes = values * per_value / 1e9
+        if gigabytes > budget_gb:
+            model, checkpoint, corpus, split = dump
+            raise ConfigError(
+                f"config key 'attention.max_dump_gb': the dump of {model} {checkpoint} on {corpus}/{split} would take "
+                f"{gigabytes:,.1f} GB ({size.examples:,} examples, {how}), over the budget of {budget_gb:g} GB. "
+                f"It is bounded by 'attention.max_examples.{corpus}', 'models.{base_model(model)}.max_length', "
+                "'attention.corpora', 'attention.checkpoints' and 'attention.compression'; lower one of them or raise "
+                "'attention.max_dump_gb'")
+    for model in sorted(unsized):
+        study.notes.append(f"attention.max_dump_gb: the dumps of {model!r} are not checked: nothing local says its "
+                           "layers and heads (its config.json is not in the hub cache or a local folder)")
