@@ -28,6 +28,23 @@ def tiny_roberta(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_gpt2(tmp_path_factory, tiny_roberta) -> Path:
+    """A tiny GPT-2 (random weights) with a byte-level BPE tokenizer (the tiny RoBERTa's: GPT-2's vocabulary
+    scheme)."""
+    import torch
+    from transformers import AutoTokenizer, GPT2Config, GPT2Model
+
+    folder = tmp_path_factory.mktemp("tiny-gpt2")
+    tokenizer = AutoTokenizer.from_pretrained(tiny_roberta)
+    torch.manual_seed(0)
+    GPT2Model(GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=4, n_positions=64,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+              ).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
 def tiny_stanza(tmp_path_factory) -> dict:
     """Tiny stanza models (tokenizer, multi-word token expander, tagger, parser) trained here, offline, on a
     tiny treebank the test writes (tests/support/stanza_models.py; about 15-25 s once per session)."""

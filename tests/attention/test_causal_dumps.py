@@ -6,26 +6,13 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import torch
-from transformers import AutoModel, AutoTokenizer, GPT2Config, GPT2Model
+from transformers import AutoModel
 
 from support.tiny_dumps import tiny_dump
 from workflow_scripts.attention.extract import read_examples
 from workflow_scripts.attention.layout import FULL, LOWER_TRIANGLE, pack, stored_values, unpack
 from workflow_scripts.attention.reader import AttentionDump
 from workflow_scripts.core.errors import AtlasError
-
-
-@pytest.fixture(scope="module")
-def tiny_gpt2(tmp_path_factory, tiny_roberta):
-    """A tiny GPT-2 with a byte-level BPE tokenizer (the tiny RoBERTa's: GPT-2's vocabulary scheme)."""
-    folder = tmp_path_factory.mktemp("tiny-gpt2")
-    tokenizer = AutoTokenizer.from_pretrained(tiny_roberta)
-    torch.manual_seed(0)
-    GPT2Model(GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=4, n_positions=64,
-                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
-              ).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
 
 
 def test_triangles_pack_and_unpack_by_construction():

@@ -40,7 +40,7 @@ def built(study: Path) -> Path:
     config["attention"].update(max_examples={corpus: n for corpus, (_, n) in LIMITS.items()}, num_shards=1,
                                signals=["attention"], checkpoints=["pretrained"])
     config["syntax"] = {"probe_epochs": 1, "bootstrap_resamples": 20, "figure_example_id": FIGURE_SENTENCE}
-    config["surface"] = {"bootstrap_resamples": 20, "gradient_examples": 2, "cluster_examples": 8}
+    config["surface"].update({"bootstrap_resamples": 20, "gradient_examples": 2, "cluster_examples": 8})
     config["finetune_effects"] = {"bootstrap_resamples": 20, "label_sample": 16, "cnn": {"epochs": 1, "size": 8}}
     config["ablation"]["max_examples"] = 3
     config["explorer"] = {"example_ids": EXPLORER_IDS}

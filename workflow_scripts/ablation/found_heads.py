@@ -36,7 +36,7 @@ from ..attention.signals import forward_attentions
 from ..attention.tokens import token_words
 from ..core.errors import AtlasError, InputFormatError
 from ..core.io import read_csv, write_csv
-from ..core.labels import DEP_TO_HEAD, EITHER, HEAD_TO_DEP, head_label
+from ..core.labels import CAUSAL_UNION, DEP_TO_HEAD, EITHER, HEAD_TO_DEP, head_label
 from ..finetune.task_data import collate
 from ..models.families import family_of
 from ..probing.features import (
@@ -59,7 +59,7 @@ COREFERENCE = "coreference"
 PROBE_TARGET = "probe:attn UAS"
 PRETRAINED = "pretrained"
 # The best head of a relation: the one looking either way ([C]'s Table 1); 'all' has only dependent -> head.
-DIRECTION_PREFERENCE = (EITHER, DEP_TO_HEAD, HEAD_TO_DEP)
+DIRECTION_PREFERENCE = (EITHER, DEP_TO_HEAD, HEAD_TO_DEP, CAUSAL_UNION)
 DEPENDENCY_COLUMNS = ["model", "checkpoint", "treebank", "relation", "direction", "select_split", "score_split",
                       "layer", "head"]
 COREF_COLUMNS = ["model", "checkpoint", "select_documents", "method", "mention_type", "layer", "head"]

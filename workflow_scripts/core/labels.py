@@ -10,6 +10,13 @@ DEP_TO_HEAD = "dependent_to_head"
 HEAD_TO_DEP = "head_to_dependent"
 EITHER = "either"
 DIRECTIONS = (DEP_TO_HEAD, HEAD_TO_DEP)
+# A causal model's word attends only to itself and the words before it (docs/syntax.md): dependent -> head over the
+# dependents whose head precedes them, head -> dependent over those whose head follows them, and their union (every
+# dependent with a head counted once, in the direction its arc allows).
+DEP_TO_PRECEDING_HEAD = "dependent_to_preceding_head"
+HEAD_TO_PRECEDING_DEP = "head_to_preceding_dependent"
+CAUSAL_UNION = "causal_union"
+CAUSAL_DIRECTIONS = (DEP_TO_PRECEDING_HEAD, HEAD_TO_PRECEDING_DEP, CAUSAL_UNION)
 
 
 def head_label(layer: int, head: int) -> str:

@@ -47,13 +47,22 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..attention.annotate import read_trees
+from ..attention.layout import LOWER_TRIANGLE
 from ..attention.partials import read_partials, write_partial
 from ..attention.reader import AttentionDump, ExampleMaps, to_word_level
 from ..attention.shards import shard_group_files
 from ..attention.tokens import token_words
 from ..core.errors import AtlasError
 from ..core.io import write_table
-from .dependency_counts import ALL, Memberships, ScoredSentence, SentenceCounts, score_sentences, window_is_full
+from .dependency_counts import (
+    ALL,
+    CausalCounts,
+    Memberships,
+    ScoredSentence,
+    SentenceCounts,
+    score_sentences,
+    window_is_full,
+)
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +147,8 @@ def score_tables(dump: AttentionDump, token_table: str | Path, annotation: str |
     vocabulary = {r: i for i, r in enumerate(relations)}
     offsets = offsets_for(max_offset)
     memberships = Memberships(vocabulary)
+    # A causal model's dump (stored as lower triangles): also count what its maps can predict (docs/syntax.md).
+    causal = dump.manifest.get("layout") == LOWER_TRIANGLE
     missing = set(words_of_tokens) - set(trees)
     if missing:
         raise AtlasError(f"{annotation}: no tree for {len(missing)} examples of {token_table} "
@@ -153,7 +164,7 @@ def score_tables(dump: AttentionDump, token_table: str | Path, annotation: str |
             eid = example.example_id
             maps = to_word_level(example, words_of_tokens[eid], n_words[eid])
             converted.append(ScoredSentence(maps.attention, maps.unit_word, trees[eid][2], trees[eid][3]))
-        counts = score_sentences(converted, vocabulary, offsets, memberships)
+        counts = score_sentences(converted, vocabulary, offsets, memberships, causal=causal)
         ids = np.fromiter((example.example_id for example in window), dtype=np.int64, count=len(window))
         return ids[counts.sentence], counts
 
@@ -176,7 +187,7 @@ def score_tables(dump: AttentionDump, token_table: str | Path, annotation: str |
     if sentences != expected:
         raise AtlasError(f"{dump.directory}: read {sentences} examples, the manifest says {expected}")
     table = counts_table(groups, relations, dump.num_layers * dump.num_heads, len(offsets))
-    stats = {"num_layers": dump.num_layers, "num_heads": dump.num_heads, "offsets": offsets.tolist(),
+    stats = {"num_layers": dump.num_layers, "num_heads": dump.num_heads, "offsets": offsets.tolist(), "causal": causal,
              "input_protocol": dump.manifest.get("input_protocol", "text"), "relations": relations,
              "sentences": sentences, "words_skipped_no_unit": skipped, "dump": str(dump.directory),
              "seconds": round(time.perf_counter() - start, 2)}
@@ -206,7 +217,18 @@ def counts_table(groups: Sequence[tuple[np.ndarray, SentenceCounts]], relations:
         "head_correct": _fixed_list(stacked([c.head_correct for c in counts], (0, num_heads), np.int16)[order]),
         "offset_correct": _fixed_list(stacked([c.offset_correct for c in counts], (0, num_offsets),
                                               np.int16)[order]),
+        **({} if not counts or counts[0].causal is None else _causal_columns(counts, order, num_heads, num_offsets)),
     })
+
+
+def _causal_columns(counts: Sequence[SentenceCounts], order: np.ndarray, num_heads: int,
+                    num_offsets: int) -> dict[str, pa.Array]:
+    """The columns of :class:`CausalCounts`, rows in ``order``."""
+    columns = {}
+    for name in CausalCounts.COLUMNS:
+        values = np.concatenate([getattr(c.causal, name) for c in counts])[order]
+        columns[name] = pa.array(values) if values.ndim == 1 else _fixed_list(values)
+    return columns
 
 
 def sort_scores(table: pa.Table, relations: Sequence[str]) -> pa.Table:
@@ -247,7 +269,7 @@ def dependency_scores_gather(dump_manifest: str | Path, partials: list[str], out
     """The dump's score table from its shards' partials: the rows and metadata one process writes."""
     dump = AttentionDump(Path(dump_manifest).parent)
     shards = read_partials(partials, dump, "dependency_scores",
-                           agree_on=("offsets", "relations", "input_protocol", "num_layers", "num_heads"))
+                           agree_on=("offsets", "relations", "input_protocol", "num_layers", "num_heads", "causal"))
     first = shards[0][1]
     stats = {**first, "dump": str(dump.directory)}
     for key in ("sentences", "words_skipped_no_unit", "seconds"):

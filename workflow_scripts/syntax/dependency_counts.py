@@ -83,6 +83,23 @@ class SentenceCounts:
     offset_correct: np.ndarray  # (R, K) int16
     skipped: int  # words whose own or whose head's tokens are gone
     sentence: np.ndarray | None = None  # (R,) the row's sentence: its position in the group
+    causal: CausalCounts | None = None  # the counts restricted as a causal model's maps allow (causal=True)
+
+
+@dataclass
+class CausalCounts:
+    """Per row, the dependents whose head precedes them (``before``) and follows them (``after``), and the correct
+    predictions each direction can make of them: dependent -> head of the first, head -> dependent of the second,
+    and the offsets of each. The root word is in neither."""
+
+    before_total: np.ndarray  # (R,) int32
+    after_total: np.ndarray  # (R,) int32
+    dep_before: np.ndarray  # (R, L*H) int16
+    head_after: np.ndarray  # (R, L*H) int16
+    offset_before: np.ndarray  # (R, K) int16
+    offset_after: np.ndarray  # (R, K) int16
+
+    COLUMNS = ("before_total", "after_total", "dep_before", "head_after", "offset_before", "offset_after")
 
 
 @dataclass
@@ -145,11 +162,12 @@ def _predictions(groups: Sequence[tuple[np.ndarray, np.ndarray]], num_heads: int
 
 
 def score_sentences(sentences: Sequence[ScoredSentence], vocabulary: Mapping[str, int], offsets: np.ndarray,
-                    memberships: Memberships | None = None) -> SentenceCounts:
+                    memberships: Memberships | None = None, *, causal: bool = False) -> SentenceCounts:
     """Per-(sentence, relation) correct counts of every head and offset of many sentences.
 
     ``memberships``: the labels' relation rows, kept across the calls of one vocabulary (made here when not
-    given). Rows are ordered by sentence (position in ``sentences``), then by relation index.
+    given). Rows are ordered by sentence (position in ``sentences``), then by relation index. ``causal``: also
+    count as a causal model's maps allow (:class:`CausalCounts`).
     """
     memberships = Memberships(vocabulary) if memberships is None else memberships
     num_heads = int(np.prod(sentences[0].maps.shape[:-2])) if sentences else 0
@@ -172,6 +190,10 @@ def score_sentences(sentences: Sequence[ScoredSentence], vocabulary: Mapping[str
     empty = SentenceCounts(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros((0, num_heads), np.int16),
                            np.zeros((0, num_heads), np.int16), np.zeros((0, len(offsets)), np.int16), skipped,
                            np.zeros(0, np.int64))
+    if causal:
+        empty.causal = CausalCounts(np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros((0, num_heads), np.int16),
+                                    np.zeros((0, num_heads), np.int16), np.zeros((0, len(offsets)), np.int16),
+                                    np.zeros((0, len(offsets)), np.int16))
     if not sentences or not sum(len(k) for k in dependent):
         return empty
     which, unit, gold, dependent, labels = (np.concatenate(x) for x in (which, unit, gold, dependent, labels))
@@ -189,6 +211,13 @@ def score_sentences(sentences: Sequence[ScoredSentence], vocabulary: Mapping[str
         correct[members, :num_heads] = by_row[local, :, unit[members]] == gold[members, None]
         correct[members, num_heads:2 * num_heads] = by_column[local, :, unit[members]] == gold[members, None]
     correct[~is_arc, :2 * num_heads] = 0  # the root word: always wrong, as in [C]'s code
+    if causal:  # (P, 2 L*H + 2 K + 2): dep->head of the dependents whose head precedes, head->dep of the others
+        before, after = is_arc & (gold < dependent), is_arc & (gold > dependent)
+        k = len(offsets)
+        correct = np.concatenate([
+            correct, correct[:, :num_heads] * before[:, None], correct[:, num_heads:2 * num_heads] * after[:, None],
+            correct[:, 2 * num_heads:] * before[:, None], correct[:, 2 * num_heads:] * after[:, None],
+            before[:, None], after[:, None]], axis=1, dtype=np.int32)
     # Each dependent counts in its sentence's `all` row and, when it has a head, in its label's rows.
     n_relations = len(vocabulary)
     label_rows = np.where(is_arc[:, None], memberships.rows[labels], -1)
@@ -200,23 +229,32 @@ def score_sentences(sentences: Sequence[ScoredSentence], vocabulary: Mapping[str
     order = np.argsort(pair_key, kind="stable")
     keys, first = np.unique(pair_key[order], return_index=True)
     counts = np.add.reduceat(correct[pair_dependent[order]], first, axis=0)
+    width = 2 * num_heads + len(offsets)
+    restricted = None
+    if causal:
+        extra = np.split(counts[:, width:], np.cumsum([num_heads, num_heads, k, k, 1]), axis=1)
+        dep_before, head_after, offset_before, offset_after, before_total, after_total = extra
+        restricted = CausalCounts(before_total[:, 0].astype(np.int32), after_total[:, 0].astype(np.int32),
+                                  dep_before.astype(np.int16), head_after.astype(np.int16),
+                                  offset_before.astype(np.int16), offset_after.astype(np.int16))
     return SentenceCounts(
         relations=keys % n_relations, total=np.diff(np.append(first, len(order))).astype(np.int32),
         dep_correct=counts[:, :num_heads].astype(np.int16),
         head_correct=counts[:, num_heads:2 * num_heads].astype(np.int16),
-        offset_correct=counts[:, 2 * num_heads:].astype(np.int16), skipped=skipped, sentence=keys // n_relations)
+        offset_correct=counts[:, 2 * num_heads:width].astype(np.int16), skipped=skipped,
+        sentence=keys // n_relations, causal=restricted)
 
 
 def score_sentence(maps: np.ndarray, unit_word: np.ndarray, heads: Sequence[int], deprels: Sequence[str],
                    vocabulary: Mapping[str, int], offsets: np.ndarray,
-                   memberships: Memberships | None = None) -> SentenceCounts:
+                   memberships: Memberships | None = None, *, causal: bool = False) -> SentenceCounts:
     """Per-relation correct counts of every head (and every offset) on one sentence: a group of one.
 
     ``maps`` is (layers, heads, U, U) at word level; ``heads``/``deprels`` are
     the sentence's gold tree (0-based heads, -1 root).
     """
     return score_sentences([ScoredSentence(np.asarray(maps, dtype=np.float32), unit_word, heads, deprels)],
-                           vocabulary, offsets, memberships)
+                           vocabulary, offsets, memberships, causal=causal)
 
 
 def window_is_full(sentences: Sized) -> bool:

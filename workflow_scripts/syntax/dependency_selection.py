@@ -22,9 +22,18 @@ import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
 from ..core.io import read_metadata, write_csv
-from ..core.labels import DEP_TO_HEAD, DIRECTIONS, EITHER, HEAD_TO_DEP
+from ..core.labels import (
+    CAUSAL_DIRECTIONS,
+    DEP_TO_HEAD,
+    DEP_TO_PRECEDING_HEAD,
+    DIRECTIONS,
+    EITHER,
+    HEAD_TO_DEP,
+    HEAD_TO_PRECEDING_DEP,
+)
 from ..core.stats import paired_bootstrap_test, ratio_bootstrap_ci
 from .dependency import ALL, paper_label
+from .dependency_counts import CausalCounts
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +46,7 @@ class SplitCounts:
     dep: np.ndarray  # (rows, L*H)
     head: np.ndarray
     off: np.ndarray  # (rows, K): the offset baseline, the same in both directions
+    causal: dict[str, np.ndarray] | None = None  # a causal model's restricted counts (dependency_counts.CausalCounts)
 
     @classmethod
     def read(cls, path: str | Path) -> SplitCounts:
@@ -53,7 +63,11 @@ class SplitCounts:
         frame = table.select(["example_id", "relation", "total"]).to_pandas()
         if "offset_correct" not in table.column_names:
             raise AtlasError(f"{path}: a dependency score table of an older version; rerun snakemake")
-        return cls(meta, frame, matrix("dep_correct"), matrix("head_correct"), matrix("offset_correct"))
+        causal = None
+        if meta.get("causal"):
+            causal = {name: (matrix(name) if name not in ("before_total", "after_total")
+                             else table[name].to_numpy().astype(np.float64)) for name in CausalCounts.COLUMNS}
+        return cls(meta, frame, matrix("dep_correct"), matrix("head_correct"), matrix("offset_correct"), causal)
 
     @property
     def input_protocol(self) -> str:
@@ -69,16 +83,34 @@ class SplitCounts:
     def keep(self, relations: Sequence[str]) -> SplitCounts:
         """The counts of ``relations`` only (an unlabelled treebank: ``all``)."""
         rows = np.flatnonzero(self.frame["relation"].isin(list(relations)).to_numpy())
+        causal = None if self.causal is None else {name: values[rows] for name, values in self.causal.items()}
         return SplitCounts(self.meta, self.frame.iloc[rows].reset_index(drop=True), self.dep[rows], self.head[rows],
-                           self.off[rows])
+                           self.off[rows], causal)
 
     def rows(self, relation: str) -> np.ndarray:
         return np.flatnonzero(self.frame["relation"].to_numpy() == relation)
+
+    def directions(self, relation: str) -> tuple[str, ...]:
+        """The directions a relation's heads are scored in: [C]'s (``all``: dependent -> head only), or a causal
+        model's three (docs/syntax.md)."""
+        if self.causal is not None:
+            return CAUSAL_DIRECTIONS
+        return (DEP_TO_HEAD,) if relation == ALL else DIRECTIONS
 
     def candidates(self, relation: str, direction: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(example ids, totals, head counts (n, C), offset counts (n, K')) of a relation and direction."""
         rows = self.rows(relation)
         ids = self.frame["example_id"].to_numpy()[rows]
+        if direction in CAUSAL_DIRECTIONS:
+            if self.causal is None:
+                raise ValueError(f"direction {direction!r} needs the counts of a causal model's dump")
+            c = {name: values[rows] for name, values in self.causal.items()}
+            if direction == DEP_TO_PRECEDING_HEAD:
+                return ids, c["before_total"], c["dep_before"], c["offset_before"]
+            if direction == HEAD_TO_PRECEDING_DEP:
+                return ids, c["after_total"], c["head_after"], c["offset_after"]
+            return (ids, c["before_total"] + c["after_total"], c["dep_before"] + c["head_after"],
+                    c["offset_before"] + c["offset_after"])
         total = self.frame["total"].to_numpy()[rows].astype(np.float64)
         if direction == DEP_TO_HEAD:
             return ids, total, self.dep[rows], self.off[rows]
@@ -94,10 +126,6 @@ def _accuracy(counts: np.ndarray, total: np.ndarray) -> np.ndarray:
     if denominator == 0:
         return np.full(counts.shape[1], np.nan)
     return counts.sum(axis=0) / denominator
-
-
-def _directions(relation: str) -> tuple[str, ...]:
-    return (DEP_TO_HEAD,) if relation == ALL else DIRECTIONS
 
 
 def batched_intervals(split: SplitCounts, columns: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], *,
@@ -133,7 +161,7 @@ def head_rows(model: str, checkpoint: str, splits: Mapping[str, SplitCounts], pr
     intervals: dict[str, dict[tuple[str, str], tuple]] = {}
     for score_split in dict.fromkeys(score for _, score in protocols):
         score = splits[score_split]
-        keys = [(r, d) for r in score.relations() for d in _directions(r)]
+        keys = [(r, d) for r in score.relations() for d in score.directions(r)]
         columns = [score.candidates(r, d)[:3] for r, d in keys]
         estimate, low, high = batched_intervals(score, columns, resamples=resamples, seed=seed)
         intervals[score_split] = {key: (e, lo, hi, c[1].sum())
@@ -218,7 +246,9 @@ def best_rows(model: str, checkpoint: str, splits: Mapping[str, SplitCounts], re
                 log.warning("relation %r has no arc in the %s split; it is left out of dependency_best", relation,
                             score_split)
                 continue
-            for direction in (*_directions(relation), *(() if relation == ALL else (EITHER,))):
+            # Over both of [C]'s directions, the better head (`either`); a causal model's union counts each arc once.
+            either = () if relation == ALL or score.causal is not None else (EITHER,)
+            for direction in (*score.directions(relation), *either):
                 head = select_and_score(select, score, relation, direction, offsets=False)
                 base = select_and_score(select, score, relation, direction, offsets=True)
                 if head is None or base is None:

@@ -23,12 +23,21 @@ from ..attention.reader import AttentionDump, to_word_level
 from ..attention.tokens import token_words
 from ..core.errors import AtlasError
 from ..core.figures import literal_text, save_figure
-from ..core.labels import DEP_TO_HEAD, EITHER, HEAD_TO_DEP, head_label
+from ..core.labels import (
+    CAUSAL_UNION,
+    DEP_TO_HEAD,
+    DEP_TO_PRECEDING_HEAD,
+    EITHER,
+    HEAD_TO_DEP,
+    HEAD_TO_PRECEDING_DEP,
+    head_label,
+)
 from .dependency import ALL
 
 log = logging.getLogger(__name__)
 
-ARROWS = {DEP_TO_HEAD: "dep→head", HEAD_TO_DEP: "head→dep"}
+ARROWS = {DEP_TO_HEAD: "dep→head", HEAD_TO_DEP: "head→dep", DEP_TO_PRECEDING_HEAD: "dep→earlier head",
+          HEAD_TO_PRECEDING_DEP: "head→earlier dep", CAUSAL_UNION: "each arc as a causal map allows"}
 
 
 def of_treebank(table: pd.DataFrame, treebank: str | None) -> pd.DataFrame:
@@ -44,12 +53,15 @@ def _named(model: str, checkpoint: str, treebank: str | None) -> str:
 
 def _best(best: pd.DataFrame, model: str, checkpoint: str, relation: str, select_split: str,
           score_split: str) -> pd.Series | None:
-    """The held-out best head of a relation: over both directions (`either`), or dep->head for `all`."""
-    direction = DEP_TO_HEAD if relation == ALL else EITHER
-    rows = best[(best["model"] == model) & (best["checkpoint"] == checkpoint) & (best["relation"] == relation)
-                & (best["direction"] == direction) & (best["select_split"] == select_split)
-                & (best["score_split"] == score_split)]
-    return rows.iloc[0] if len(rows) else None
+    """The held-out best head of a relation: over both directions (`either`), or dep->head for `all`; a causal
+    model's over the union of what its maps allow."""
+    for direction in (DEP_TO_HEAD if relation == ALL else EITHER, CAUSAL_UNION):
+        rows = best[(best["model"] == model) & (best["checkpoint"] == checkpoint) & (best["relation"] == relation)
+                    & (best["direction"] == direction) & (best["select_split"] == select_split)
+                    & (best["score_split"] == score_split)]
+        if len(rows):
+            return rows.iloc[0]
+    return None
 
 
 def dependency_heatmaps(heads_csv: str | Path, best_csv: str | Path, png: str | Path, pdf: str | Path, *,
@@ -212,8 +224,8 @@ def best_head_maps(dump_dir: str | Path, token_table: str | Path, annotation: st
             if gold < 0 or not matches or dependent not in unit_of_word or gold not in unit_of_word:
                 continue
             row, column = unit_of_word[dependent], unit_of_word[gold]
-            if direction == HEAD_TO_DEP:
-                row, column = column, row
+            if direction in (HEAD_TO_DEP, HEAD_TO_PRECEDING_DEP) or (direction == CAUSAL_UNION and gold > dependent):
+                row, column = column, row  # the head's row: a causal map holds a later head's attention to it
             ax.plot(column, row, marker="o", markersize=7, markerfacecolor="none", markeredgecolor="red")
         ax.set_xticks(range(size), [literal_text(label) for label in labels], rotation=90, fontsize=6)
         ax.set_yticks(range(size), [literal_text(label) for label in labels], fontsize=6)
