@@ -238,12 +238,13 @@ rule head_measure_table:
         "scripts/entry.py"
 
 
-# Head diagnostics: each model and checkpoint (attention weights only) run on synthetic token sequences (random,
-# repeated random, one token repeated): first-token, previous-token, induction and duplicate-token scores, and the
-# sink rates per layer with natural text's (tables/first_token.csv).
+# Head diagnostics: each model and checkpoint (attention weights only) run on the surface corpus's text cut to a
+# fixed length and on synthetic token sequences (random, repeated random, one token repeated): first-token,
+# previous-token, induction and duplicate-token scores, and the sink rates per layer (Gu et al. 2025's code).
 rule head_diagnostics_part:
     input:
         checkpoint=lambda wc: STUDY.inputs.surface.dump(wc)["checkpoint"],
+        tokens=lambda wc: STUDY.inputs.surface.dump(wc)["tokens"],
     output:
         STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "head_diagnostics.csv"),
     log:
@@ -265,8 +266,7 @@ rule head_diagnostics_part:
 
 rule head_diagnostics_table:
     input:
-        parts=[STUDY.paths.analysis("surface", m, c, "head_diagnostics.csv") for m, c in STUDY.diagnostic_pairs],
-        natural=STUDY.paths.table("first_token"),
+        [STUDY.paths.analysis("surface", m, c, "head_diagnostics.csv") for m, c in STUDY.diagnostic_pairs],
     output:
         diagnostics=report(
             STUDY.paths.table("head_diagnostics"),
@@ -288,8 +288,6 @@ rule head_diagnostics_table:
     resources:
         mem_mb=1000,
         runtime=10,
-    params:
-        threshold=SURFACE["diagnostics"]["sink_threshold"],
     script:
         "scripts/entry.py"
 

@@ -195,7 +195,7 @@ DEFAULT = {
         "cluster_seed": 0,
         "corpus": "wiki",
         # added with the head diagnostics (docs/surface.md)
-        "diagnostics": {"batch_size": 16, "length": 50, "prepend_bos": None, "seed": 0, "sequences": 32,
+        "diagnostics": {"batch_size": 16, "length": 32, "prepend_bos": None, "seed": 0, "sequences": 32,
                         "sink_threshold": 0.3, "token_range": None},
         "gradient_examples": 200,
         "gradient_mask_prob": 0.15,

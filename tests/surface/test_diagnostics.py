@@ -13,6 +13,7 @@ from workflow_scripts.surface.diagnostics import (
     Settings,
     candidate_ids,
     diagnose,
+    natural_rows,
     sequence_scores,
     sink_rates,
     token_rows,
@@ -88,15 +89,34 @@ def test_the_scores_find_the_previous_token_head_and_the_induction_head(inductio
     assert repeated.loc[(0, 1), "first_token"] == pytest.approx(np.mean([1 / (i + 1) for i in range(1, n)]), rel=1e-4)
     assert (frame["first_token_low"] <= frame["first_token"] + 1e-12).all()
     assert set(frame["prepend_bos"]) == {"tokenizer"} and set(frame["length"]) == {8}
+    assert set(frame["input"]) == {"random", "random_repeated", "one_token"}  # no natural text given
+    # Gu et al.'s code counts query 0 too: a weightless head's alpha over every query is the mean of 1/(i+1) for
+    # i >= 0, the same in every sequence
+    alpha = np.mean([1 / (i + 1) for i in range(n)])
+    assert repeated.loc[(0, 1), "sink_share"] == (1.0 if alpha > 0.3 else 0.0)
 
 
-def test_sink_rates_per_layer_and_model_with_natural_text():
+def test_sink_rates_follow_gu_et_al_s_code_and_the_mean_alpha_beside_it():
+    # two heads per layer; sink_share: the share of sequences in which the head's alpha (every query) exceeds 0.3
     diagnostics = pd.DataFrame({"model": "m", "checkpoint": "pretrained", "input": "random",
-                                "layer": [0, 0, 1, 1], "head": [0, 1, 0, 1], "first_token": [0.9, 0.1, 0.31, 0.3]})
-    natural = pd.DataFrame({"model": "m", "checkpoint": "pretrained", "layer": [0, 0, 1, 1], "head": [0, 1, 0, 1],
-                            "first_token": [0.5, 0.5, 0.5, 0.0]})
-    rates = sink_rates(diagnostics, natural, 0.3).set_index(["input", "layer"])
-    assert rates.loc[("random", 0), "sink_rate"] == 50.0
-    assert rates.loc[("random", 1), "sink_heads"] == 1          # 0.3 is not above the threshold
-    assert rates.loc[("random", "all"), "sink_rate"] == 50.0
-    assert rates.loc[("natural", "all"), "sink_rate"] == 75.0
+                                "layer": [0, 0, 1, 1], "head": [0, 1, 0, 1], "sink_share": [1.0, 0.5, 0.25, 0.0],
+                                "first_token": [0.9, 0.31, 0.3, 0.1], "sink_threshold": 0.3, "n_sequences": 4})
+    rates = sink_rates(diagnostics).set_index(["input", "layer"])
+    assert rates.loc[("random", 0), "sink_rate"] == 75.0
+    assert rates.loc[("random", "all"), "sink_rate"] == pytest.approx(100 * 1.75 / 4)
+    assert rates.loc[("random", 1), "sink_rate_mean_alpha"] == 0.0  # 0.3 is not above the threshold
+    assert rates.loc[("random", "all"), "sink_rate_mean_alpha"] == 50.0
+
+
+def test_natural_text_is_cut_to_the_length_of_the_others(tmp_path, tiny_roberta):
+    from transformers import AutoTokenizer
+
+    from support.dumps import write_token_table
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_roberta)
+    long, short = list(range(10, 30)), list(range(10, 14))
+    table = write_token_table(tmp_path / "tokens.parquet", {0: ["t"] * 22, 1: ["t"] * 6, 2: ["t"] * 22},
+                              {i: [True] + [False] * (n - 2) + [True] for i, n in ((0, 22), (1, 6), (2, 22))},
+                              {0: [0, *long, 2], 1: [0, *short, 2], 2: [0, *long[::-1], 2]})
+    ids, offset = natural_rows(table, tokenizer, sequences=5, length=4, prepend_bos=None)
+    assert offset == 1 and ids.tolist() == [[0, *long[:8], 2], [0, *long[::-1][:8], 2]]  # example 1 is too short

@@ -159,18 +159,20 @@ def head_diagnostics_part(smk: Any) -> None:
     given = dict(p.settings)
     settings = Settings(sequences=given["sequences"], length=given["length"], seed=given["seed"],
                         token_range=tuple(given["token_range"]) if given["token_range"] is not None else None,
-                        prepend_bos=given["prepend_bos"], batch_size=given["batch_size"])
+                        prepend_bos=given["prepend_bos"], batch_size=given["batch_size"],
+                        sink_threshold=given["sink_threshold"])
     head_diagnostics(smk.input.checkpoint, smk.output[0], model=smk.wildcards.model,
                      checkpoint=smk.wildcards.checkpoint, settings=settings, resamples=p.resamples,
-                     bootstrap_seed=p.bootstrap_seed, threads=smk.threads, offline=p.offline)
+                     bootstrap_seed=p.bootstrap_seed, threads=smk.threads, offline=p.offline,
+                     natural_tokens=smk.input.tokens)
 
 
 @entry_point("head_diagnostics_table")
 def head_diagnostics_table(smk: Any) -> None:
-    from ..core.io import read_csv, write_csv
+    from ..core.io import write_csv
     from ..surface.diagnostics import sink_rates
     from ..surface.statistics import concat_parts
 
-    diagnostics = concat_parts(list(smk.input.parts), smk.output.diagnostics,
-                               ["model", "checkpoint", "input", "layer", "head"])
-    write_csv(sink_rates(diagnostics, read_csv(smk.input.natural), smk.params.threshold), smk.output.sink_rates)
+    key = ["model", "checkpoint", "input", "layer", "head"]
+    diagnostics = concat_parts(list(smk.input), smk.output.diagnostics, key)
+    write_csv(sink_rates(diagnostics), smk.output.sink_rates)

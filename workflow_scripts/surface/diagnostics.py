@@ -1,13 +1,15 @@
 """Head diagnostics on synthetic token sequences: attention sinks, previous-token, induction and duplicate-token heads.
 
-The model reads ``sequences`` rows of token ids drawn (seeded) from the configured id range, special tokens left
-out, each of ``2 * length`` ids, in three kinds:
+The model reads ``sequences`` rows of ``2 * length`` token ids in four kinds:
 
-- ``random``: 2L random ids (Gu et al. 2025's "random tokens"; its induction and duplicate scores are chance);
+- ``natural``: the first 2L tokens of the surface corpus's examples that have as many (Gu et al. 2025's natural
+  text, cut to the same length as the others);
+- ``random``: 2L random ids (Gu et al.'s "random tokens"; its induction and duplicate scores are chance);
 - ``random_repeated``: L random ids, then the same L again (Olsson et al. 2022's repeated random tokens);
 - ``one_token``: one random id repeated 2L times (Gu et al.'s "repeated tokens").
 
-Each row gets the special tokens ``prepend_bos`` says: null as the model's tokenizer adds them to a sequence
+The drawn ids (seeded) come from the configured id range, special tokens left out. Each row gets the special
+tokens ``prepend_bos`` says: null as the model's tokenizer adds them to a sequence
 (its template: [CLS] ... [SEP] for BERT, nothing for GPT-2, BOS for Llama), true one BOS
 (or [CLS]) token first, false none. With ``o`` the position of the first drawn id, per head and row:
 
@@ -18,8 +20,14 @@ Each row gets the special tokens ``prepend_bos`` says: null as the model's token
   token's earlier occurrence: prefix matching);
 - ``duplicate``: the same of A[i, i - L] (the earlier occurrence itself).
 
-Every score is a mean over rows with its 95% bootstrap interval over rows. ``sink_rates`` counts the sink heads per
-layer and model, for each input kind and, from ``first_token.csv``, for natural text.
+Every score is a mean over rows with its 95% bootstrap interval over rows.
+
+The sink rate follows Gu et al.'s released code (``eval_sink_open_source.py``, ``compute_attention_sink``), the only
+way to compare with their Table 1: per row and head, alpha is the mean over *every* query i >= 0 of A[i, 0] (query 0,
+which a causal model can only send to itself, included), and the rate is the percentage of (row, layer, head)
+triples whose alpha exceeds the threshold: ``sink_share`` per head, ``sink_rate`` per layer and model. The paper's text
+and the issue define alpha_1 over queries i >= 1 and count heads; ``sink_rate_mean_alpha`` is that: the percentage of
+heads whose mean ``first_token`` exceeds the threshold.
 """
 
 from __future__ import annotations
@@ -38,9 +46,9 @@ from ..core.stats import ratio_bootstrap_ci
 
 log = logging.getLogger(__name__)
 
-KINDS = ("random", "random_repeated", "one_token")
-SCORES = ("first_token", "previous_token", "induction", "duplicate")
 NATURAL = "natural"
+KINDS = (NATURAL, "random", "random_repeated", "one_token")
+SCORES = ("first_token", "previous_token", "induction", "duplicate")
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,7 @@ class Settings:
     token_range: tuple[int, int] | None  # [low, high) of the ids drawn; None: the tokenizer's whole vocabulary
     prepend_bos: bool | None
     batch_size: int
+    sink_threshold: float = 0.3
 
 
 def candidate_ids(tokenizer: Any, token_range: tuple[int, int] | None) -> np.ndarray:
@@ -65,6 +74,29 @@ def candidate_ids(tokenizer: Any, token_range: tuple[int, int] | None) -> np.nda
         raise AtlasError(f"token id range [{low}, {high}) holds special tokens only; widen "
                          "surface.diagnostics.token_range")
     return ids
+
+
+def natural_rows(token_table: str | Path, tokenizer: Any, sequences: int, length: int,
+                 prepend_bos: bool | None) -> tuple[np.ndarray, int]:
+    """The first ``2 * length`` tokens (after the special tokens the others get in front) of the first ``sequences``
+    examples of a token table that have as many, as the model's input ids; and the position of the first text token.
+    """
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(token_table, columns=["example_id", "input_id", "special"])
+    example, ids, special = (table[c].to_numpy(zero_copy_only=False) for c in ("example_id", "input_id", "special"))
+    bounds = np.concatenate([[0], np.flatnonzero(np.diff(example)) + 1, [len(example)]]) if len(example) else [0]
+    rows = []
+    for start, end in zip(bounds[:-1], bounds[1:]):
+        text = ids[start:end][~special[start:end]]  # the tokens of the text; special tokens are added as for the others
+        if len(text) >= 2 * length:
+            rows.append(text[:2 * length])
+        if len(rows) == sequences:
+            break
+    if not rows:
+        raise AtlasError(f"{token_table}: no example has {2 * length} tokens of text; lower "
+                         "surface.diagnostics.length")
+    return with_special_tokens(tokenizer, np.asarray(rows), prepend_bos)
 
 
 def token_rows(kind: str, candidates: np.ndarray, sequences: int, length: int,
@@ -114,6 +146,8 @@ def sequence_scores(attention: np.ndarray, offset: int, length: int) -> dict[str
     second = np.arange(offset + length, offset + 2 * length)
     return {
         "first_token": attention[..., 1:, 0].mean(axis=-1, dtype=np.float64),
+        # Gu et al.'s code: every query, the first included (its alpha of the first token).
+        "first_token_all_queries": attention[..., :, 0].mean(axis=-1, dtype=np.float64),
         "previous_token": attention[..., queries, queries - 1].mean(axis=-1, dtype=np.float64),
         "induction": attention[..., second, second - length + 1].mean(axis=-1, dtype=np.float64),
         "duplicate": attention[..., second, second - length].mean(axis=-1, dtype=np.float64),
@@ -133,26 +167,37 @@ def attention_batches(model: Any, input_ids: np.ndarray, batch_size: int) -> Ite
             yield torch.stack(out.attentions, dim=1).float().numpy()
 
 
-def diagnose(tokenizer: Any, model: Any, settings: Settings, *, resamples: int, bootstrap_seed: int) -> pd.DataFrame:
-    """One row per (input kind, layer, head): every score with its 95% interval over rows, and the settings."""
+def diagnose(tokenizer: Any, model: Any, settings: Settings, *, resamples: int, bootstrap_seed: int,
+             natural_tokens: str | Path | None = None) -> pd.DataFrame:
+    """One row per (input kind, layer, head): every score with its 95% interval over rows, the share of rows in
+    which the head is a sink (Gu et al.'s code), and the settings. ``natural_tokens``: the token table of the
+    natural text (none: no ``natural`` rows)."""
     rng = np.random.default_rng(settings.seed)
     candidates = candidate_ids(tokenizer, settings.token_range)
     frames = []
     for kind in KINDS:
-        input_ids, offset = with_special_tokens(
-            tokenizer, token_rows(kind, candidates, settings.sequences, settings.length, rng), settings.prepend_bos)
+        if kind == NATURAL:
+            if natural_tokens is None:
+                continue
+            input_ids, offset = natural_rows(natural_tokens, tokenizer, settings.sequences, settings.length,
+                                             settings.prepend_bos)
+        else:
+            input_ids, offset = with_special_tokens(
+                tokenizer, token_rows(kind, candidates, settings.sequences, settings.length, rng),
+                settings.prepend_bos)
         parts = [sequence_scores(maps, offset, settings.length)
                  for maps in attention_batches(model, input_ids, settings.batch_size)]
-        scores = {name: np.concatenate([part[name] for part in parts]) for name in SCORES}
+        scores = {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+        scores["sink_share"] = (scores.pop("first_token_all_queries") > settings.sink_threshold).astype(np.float64)
         layers, heads = scores["first_token"].shape[1:]
         layer, head = np.divmod(np.arange(layers * heads), heads)
         frame = pd.DataFrame({"input": kind, "layer": layer, "head": head})
         ones = np.ones(len(input_ids))
-        for name in SCORES:
+        for name in (*SCORES, "sink_share"):
             estimate, low, high = ratio_bootstrap_ci(scores[name].reshape(len(input_ids), -1), ones,
                                                      resamples=resamples, seed=bootstrap_seed)
             frame[name], frame[f"{name}_low"], frame[f"{name}_high"] = estimate, low, high
-        frame["tokens_per_sequence"] = input_ids.shape[1]
+        frame["n_sequences"], frame["tokens_per_sequence"] = len(input_ids), input_ids.shape[1]
         frames.append(frame)
         log.info("%s: %d sequences of %d tokens", kind, len(input_ids), input_ids.shape[1])
     out = pd.concat(frames, ignore_index=True)
@@ -160,13 +205,14 @@ def diagnose(tokenizer: Any, model: Any, settings: Settings, *, resamples: int, 
     prepend = "tokenizer" if settings.prepend_bos is None else str(settings.prepend_bos).lower()
     out = out.assign(sequences=settings.sequences, length=settings.length, seed=settings.seed, token_low=low,
                      token_high=high, candidate_ids=len(candidates), prepend_bos=prepend,
-                     bootstrap_resamples=resamples, bootstrap_seed=bootstrap_seed)
+                     sink_threshold=settings.sink_threshold, bootstrap_resamples=resamples,
+                     bootstrap_seed=bootstrap_seed)
     return out
 
 
 def head_diagnostics(checkpoint_manifest: str | Path, output: str | Path, *, model: str, checkpoint: str,
-                     settings: Settings, resamples: int, bootstrap_seed: int, threads: int,
-                     offline: bool) -> pd.DataFrame:
+                     settings: Settings, resamples: int, bootstrap_seed: int, threads: int, offline: bool,
+                     natural_tokens: str | Path | None = None) -> pd.DataFrame:
     """The (model, checkpoint) part of ``tables/head_diagnostics.csv`` (rule head_diagnostics_part)."""
     import torch
 
@@ -175,25 +221,24 @@ def head_diagnostics(checkpoint_manifest: str | Path, output: str | Path, *, mod
 
     torch.set_num_threads(max(1, int(threads)))
     tokenizer, network = load_checkpoint(checkpoint_manifest, offline=offline)
-    frame = diagnose(tokenizer, network, settings, resamples=resamples, bootstrap_seed=bootstrap_seed)
+    frame = diagnose(tokenizer, network, settings, resamples=resamples, bootstrap_seed=bootstrap_seed,
+                     natural_tokens=natural_tokens)
     frame.insert(0, "checkpoint", checkpoint)
     frame.insert(0, "model", model)
     write_csv(frame, output)
     return frame
 
 
-def sink_rates(diagnostics: pd.DataFrame, natural: pd.DataFrame | None, threshold: float) -> pd.DataFrame:
-    """The share of heads whose first-token attention exceeds ``threshold``, per (model, checkpoint, input) and
-    layer ('all': the model), from the diagnostics and from first_token.csv (input 'natural')."""
-    frames = [diagnostics[["model", "checkpoint", "input", "layer", "head", "first_token"]]]
-    if natural is not None and len(natural):
-        frames.append(natural[["model", "checkpoint", "layer", "head", "first_token"]].assign(input=NATURAL))
-    heads = pd.concat(frames, ignore_index=True)
-    heads["sink"] = heads["first_token"] > threshold
+def sink_rates(diagnostics: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, checkpoint, input) and layer ('all': the model): ``sink_rate``, Gu et al.'s code's percentage of
+    (sequence, head) pairs whose first-token alpha over every query exceeds the threshold, and
+    ``sink_rate_mean_alpha``, the percentage of heads whose mean alpha over queries i >= 1 does."""
     rows = []
-    for (model, checkpoint, kind), group in heads.groupby(["model", "checkpoint", "input"], sort=False):
+    for (model, checkpoint, kind), group in diagnostics.groupby(["model", "checkpoint", "input"], sort=False):
+        threshold = float(group["sink_threshold"].iloc[0])
         for layer, of_layer in [*group.groupby("layer"), ("all", group)]:
             rows.append({"model": model, "checkpoint": checkpoint, "input": kind, "layer": layer,
-                         "heads": len(of_layer), "sink_heads": int(of_layer["sink"].sum()),
-                         "sink_rate": 100.0 * of_layer["sink"].mean(), "threshold": threshold})
+                         "heads": len(of_layer), "sink_rate": 100.0 * of_layer["sink_share"].mean(),
+                         "sink_rate_mean_alpha": 100.0 * (of_layer["first_token"] > threshold).mean(),
+                         "threshold": threshold, "n_sequences": int(of_layer["n_sequences"].iloc[0])})
     return pd.DataFrame(rows)
