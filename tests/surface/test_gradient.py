@@ -197,6 +197,17 @@ def test_a_checkpoint_without_an_mlm_head_is_skipped_with_the_reason(tiny_bert, 
     assert written["grad_to_sep"].isna().all() and written["skipped"].notna().all()
 
 
+def test_a_decoder_is_skipped_in_one_short_sentence(tiny_gpt2, tmp_path):
+    from transformers import AutoTokenizer
+
+    tokens = _token_table(tmp_path / "tokens.parquet", AutoTokenizer.from_pretrained(tiny_gpt2))
+    manifest = write_manifest(tmp_path / "ckpt", tiny_gpt2)
+    frame = sep_gradient(manifest, tokens, tmp_path / "part.csv", max_examples=2, mask_prob=0.15, seed=0,
+                         resamples=10, bootstrap_seed=0, threads=1, offline=False)
+    assert set(frame["skipped"]) == {"a decoder (gpt2) has no masked-LM loss; the separator gradient ([C] 7.2) "
+                                     "needs one"}
+
+
 @pytest.mark.parametrize("task", ["cola", "stsb"])
 def test_a_finetuned_checkpoint_uses_its_task_loss(tiny_bert, tmp_path, task):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer

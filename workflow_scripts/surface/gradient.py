@@ -142,14 +142,19 @@ def load_mlm(load_from: str, offline: bool, **weights: Any) -> Any:
     """The checkpoint with its masked-LM head; Skip if the head (or any weight) would be new.
 
     ``weights``: how its weights are read (models.checkpoints.weights_options)."""
-    from transformers import AutoModelForMaskedLM
+    from transformers import AutoConfig, AutoModelForMaskedLM
 
+    from ..models.families import family_of
+
+    model_type = AutoConfig.from_pretrained(load_from, local_files_only=offline).model_type
+    if family_of(model_type).causal:
+        raise Skip(f"a decoder ({model_type}) has no masked-LM loss; the separator gradient ([C] 7.2) needs one")
     try:
         model, info = AutoModelForMaskedLM.from_pretrained(load_from, attn_implementation="eager",
                                                            output_loading_info=True, local_files_only=offline,
                                                            **weights)
     except (ValueError, KeyError) as exc:  # no masked-LM class for this model type
-        raise Skip(f"no masked-LM model class for this checkpoint ({type(exc).__name__}: {exc})") from exc
+        raise Skip(f"transformers has no masked-LM model class for model type {model_type!r}") from exc
     missing = sorted(info.get("missing_keys") or [])
     if missing:
         shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
