@@ -134,3 +134,12 @@ def test_combine_parts_without_parts(tmp_path):
         combine_parts([], tmp_path / "x.csv", ["task"])
     frame = combine_parts([], tmp_path / "x.csv", ["task"], empty_columns=["task", "cosine"])
     assert frame.empty and list(pd.read_csv(tmp_path / "x.csv").columns) == ["task", "cosine", "note"]
+
+
+def test_a_decoders_first_token_is_a_vertical_column_without_a_special_token():
+    # GPT-2's text starts without a special token: a head that sends everything to the first token is vertical
+    n = 5
+    sink = np.zeros((n, n), np.float32)
+    sink[:, 0] = 1
+    features = map_features(sink[None], np.zeros(n, bool), np.zeros(n, int))
+    assert features["vertical"][0] == pytest.approx(1.0) and features["structured"][0] == pytest.approx(1.0)

@@ -5,7 +5,9 @@ example at its own length) is described by four features, computed for all heads
 at once:
 
 - ``vertical``: mean over all rows of the attention on special-token columns (the tokenizer's
-  ``special_tokens_mask`` as stored in the token table: ``[CLS]``, ``[SEP]``, ``<s>``, ...);
+  ``special_tokens_mask`` as stored in the token table: ``[CLS]``, ``[SEP]``, ``<s>``, ...) and on the first token,
+  the attention sink of a decoder, whose text may begin without a special token (GPT-2's); an encoder's first token
+  is its [CLS] or ``<s>`` anyway;
 - ``diagonal``: mean over all rows of the attention on the two neighbours ``i-1`` and ``i+1``;
 - ``structured``: mean over all rows of the attention on the union of both (special columns or a
   neighbour), so that a token next to a special token is not counted twice;
@@ -95,9 +97,10 @@ def map_features(attention: np.ndarray, special: np.ndarray, segment: np.ndarray
         raise AtlasError(f"map of {n} tokens but {special.shape[0]} special flags and {segment.shape[0]} segments")
     index = np.arange(n)
     neighbour = np.abs(index[:, None] - index[None, :]) == 1
-    structured_mask = neighbour | special[None, :]
+    sink = special | (index == 0)  # the vertical columns: special tokens and the first token (the sink)
+    structured_mask = neighbour | sink[None, :]
     features = {
-        "vertical": a[..., special].sum(-1).mean(-1) if special.any() else np.zeros(a.shape[:-2], np.float32),
+        "vertical": a[..., sink].sum(-1).mean(-1) if sink.any() else np.zeros(a.shape[:-2], np.float32),
         "diagonal": (a * neighbour).sum(-1).mean(-1),
         "structured": (a * structured_mask).sum(-1).mean(-1),
         "entropy": entropy(a).mean(-1),

@@ -1,0 +1,54 @@
+"""A tiny GPT-2 through the real DAG: every stage of the tiny study on a decoder, with the norm signal, fine-tuning,
+the causal head checks, the head diagnostics and the dependency directions a causal map allows."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from support.mirror import write_tiny_study
+from support.workflow_runs import snakemake
+from workflow_scripts.core.labels import CAUSAL_DIRECTIONS
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, tiny_gpt2):
+    study = write_tiny_study(tmp_path_factory.mktemp("decoder-study"), tiny_gpt2)
+    result = snakemake(study)
+    assert result.returncode == 0, result.stderr[-6000:]
+    return study
+
+
+def test_a_tiny_decoder_goes_through_every_stage(built):
+    results = built / "results"
+    manifest = json.loads((results / "attention/tiny/pretrained/wiki/segments/manifest.json").read_text())
+    assert manifest["layout"] == "lower_triangle"  # a decoder's dump stores the triangles
+    dumps = pd.read_csv(results / "tables" / "attention_dumps.csv")
+    assert set(dumps["model"] + ":" + dumps["signal"]) == {"tiny:attention", "tiny@norm:norm"}
+    # [C]'s dependency heads, in the directions a causal map allows, for both signals
+    best = pd.read_csv(results / "tables" / "dependency_best.csv")
+    assert set(best["direction"]) == set(CAUSAL_DIRECTIONS) and set(best["model"]) == {"tiny", "tiny@norm"}
+    # the head diagnostics on every input kind, with the sink rates per layer
+    diagnostics = pd.read_csv(results / "tables" / "head_diagnostics.csv")
+    assert set(diagnostics["input"]) == {"natural", "random", "random_repeated", "one_token"}
+    assert set(diagnostics["checkpoint"]) == {"pretrained", "random"}
+    rates = pd.read_csv(results / "tables" / "sink_rates.csv")
+    assert set(rates["layer"].astype(str)) == {"0", "1", "all"} and rates["sink_rate"].between(0, 100).all()
+    for name in ("first_token", "previous_token", "same_word"):
+        assert set(pd.read_csv(results / "tables" / f"{name}.csv")["model"]) == {"tiny", "tiny@norm"}, name
+    # fine-tuned (sequence classification from the last token), scored, and each head disabled in it
+    metrics = pd.read_csv(results / "tables" / "finetune_metrics.csv")
+    assert set(metrics["task"]) == {"cola"}
+    disabling = pd.read_csv(results / "tables" / "head_disabling.csv")
+    assert len(disabling) == 2 * 4 and disabling["score"].notna().all()
+    gradient = pd.read_csv(results / "tables" / "sep_gradient.csv")
+    assert gradient["skipped"].str.startswith("a decoder (gpt2)").all()
+    assert (results / "explorer" / "tiny.html").stat().st_size > 0
+
+
+def test_a_second_run_does_nothing(built):
+    result = snakemake(built, "--dry-run")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Nothing to be done" in result.stdout + result.stderr
