@@ -1,8 +1,9 @@
 # Each rule runs the function registered as @entry_point("<rule name>") in workflow_scripts/entrypoints/surface.py.
 # Surface, gradient and clustering analyses of "What Does BERT Look At?" (METHODS 7.1, 7.2, 7.6, 10).
 # One job per (model, checkpoint) and analysis writes a part under {results}/analysis/surface/; study-wide
-# rules combine the parts into {results}/tables/{surface_heads,sep_gradient,head_clusters}.csv and draw
-# the figures under {results}/figures/surface/. See docs/surface.md.
+# rules combine the parts into {results}/tables/ (surface_heads, sep_gradient, head_clusters, attention_distance,
+# head_diagnostics, sink_rates and one table per declared head measure) and draw the figures under
+# {results}/figures/surface/. See docs/surface.md.
 
 from workflow_scripts.study.plans.surface import MEASURE_PATTERN
 
@@ -257,6 +258,7 @@ rule head_diagnostics_part:
         runtime=30,
     params:
         settings=SURFACE["diagnostics"],
+        length=STUDY.inputs.surface.diagnostic_length,
         resamples=SURFACE["bootstrap_resamples"],
         bootstrap_seed=SURFACE["bootstrap_seed"],
         offline=STUDY.offline,

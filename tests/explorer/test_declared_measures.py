@@ -14,7 +14,7 @@ def test_a_declared_column_of_the_selected_rows_colours_the_grid_with_its_interv
             for layer in range(2):
                 rows.append({"model": "m", "checkpoint": checkpoint, "input": kind, "layer": layer, "head": 0,
                              "induction": base + shift + layer / 100, "induction_low": 0.0, "induction_high": 1.0,
-                             "sequences": 4, "tokens_per_sequence": 18})
+                             "n_sequences": 4, "tokens_per_sequence": 18})
     path = tmp_path / "head_diagnostics.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     declared = [{"table": "head_diagnostics", "column": "induction", "label": "induction", "unit": "share",
@@ -26,4 +26,4 @@ def test_a_declared_column_of_the_selected_rows_colours_the_grid_with_its_interv
     assert measure["values"] == [0.9, 0.91]
     assert measure["detail"] == ["95% interval 0.0-1.0; random init 0.5", "95% interval 0.0-1.0; random init 0.51"]
     assert measure["id"] == "measure.head_diagnostics.induction.random_repeated"
-    assert "4 synthetic sequences of 18 tokens" in measure["note"] and "input random_repeated" in measure["note"]
+    assert "4 random_repeated sequences of 18 tokens" in measure["note"] and "input random_repeated" in measure["note"]

@@ -93,3 +93,21 @@ def test_a_layout_that_no_longer_matches_the_config_is_refused():
 def test_every_model_type_is_in_one_family_only():
     seen = [t for family in FAMILIES for t in family.model_types]
     assert len(seen) == len(set(seen))
+
+
+def test_a_decoder_classifier_pads_with_its_end_of_text_token(tiny_gpt2):
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from workflow_scripts.models.families import ensure_pad_token
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_gpt2)
+    tokenizer.pad_token = None  # as GPT-2's, Pythia's and Llama's tokenizers come
+    model = AutoModelForSequenceClassification.from_pretrained(tiny_gpt2, num_labels=2)
+    assert model.config.pad_token_id is None and tokenizer.pad_token_id is None
+    pad = ensure_pad_token(model, tokenizer)
+    assert pad == model.config.eos_token_id == tokenizer.pad_token_id == model.config.pad_token_id
+    # a batch of two inputs of different lengths now classifies, each from its own last token
+    batch = tokenizer(["a b c d", "a"], padding=True, return_tensors="pt")
+    logits = model(**batch).logits
+    alone = model(**tokenizer(["a"], return_tensors="pt")).logits
+    assert logits.shape == (2, 2) and abs(float(logits[1, 0] - alone[0, 0])) < 1e-5

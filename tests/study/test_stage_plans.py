@@ -101,14 +101,20 @@ def test_a_plan_imports_only_the_plans_of_earlier_stages():
         assert not later, f"plans/{plan.STAGE}.py imports the plan of {later}: a plan reads earlier stages only"
 
 
-def test_diagnostic_sequences_longer_than_a_model_takes_are_refused_before_any_job():
-    import pytest
-
-    from workflow_scripts.core.errors import ConfigError
-
+def test_diagnostic_sequences_are_cut_to_what_a_model_takes_and_a_note_says_so():
     config = one_model()
     config["surface"] = {"diagnostics": {"length": 70}}
-    with pytest.raises(ConfigError, match=r"'surface.diagnostics.length'.*max_length 128.*at most 63"):
-        study_of(config)
-    config["surface"] = {"diagnostics": {"length": 63}}
-    assert study_of(config).diagnostic_pairs
+    study = study_of(config)
+    assert set(study.diagnostic_lengths.values()) == {63}  # 2 x 63 + 2 special tokens = max_length 128
+    assert any("reads sequences of 2 x 63 tokens, not 2 x 70" in note for note in study.notes)
+    config["surface"] = {"diagnostics": {"length": 40}}
+    study = study_of(config)
+    assert set(study.diagnostic_lengths.values()) == {40} and not any("2 x 40" in n for n in study.notes)
+
+
+def test_a_study_of_other_signals_only_plans_no_diagnostics():
+    study = study_of({**one_model(), "attention": {"signals": ["norm"]}})
+    assert study.surface_pairs and not study.diagnostic_pairs
+    outputs = study.outputs()
+    assert study.paths.table("head_diagnostics") not in outputs and study.paths.table("sink_rates") not in outputs
+    assert study.paths.table("first_token") in outputs

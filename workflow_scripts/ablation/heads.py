@@ -33,7 +33,7 @@ from typing import Any
 
 from ..core.errors import AtlasError
 from ..models.checkpoints import load_checkpoint, read_manifest, weights_options
-from ..models.families import attention_of_layers
+from ..models.families import attention_of_layers, ensure_pad_token
 
 ABLATION_IMPLEMENTATION = "atlas_head_ablation"
 MODES = ("zero", "uniform", "first", "mean")
@@ -274,5 +274,6 @@ def load_ablatable(manifest_path: str | Path, *, offline: bool, classifier: bool
     tokenizer = AutoTokenizer.from_pretrained(manifest["load_from"], **kwargs)
     model = AutoModelForSequenceClassification.from_pretrained(
         manifest["load_from"], attn_implementation=attn_implementation(), **kwargs, **weights_options(manifest))
+    ensure_pad_token(model, tokenizer)  # checkpoints fine-tuned before it was saved with them
     model.eval()
     return tokenizer, model

@@ -157,7 +157,7 @@ def head_diagnostics_part(smk: Any) -> None:
 
     p = smk.params
     given = dict(p.settings)
-    settings = Settings(sequences=given["sequences"], length=given["length"], seed=given["seed"],
+    settings = Settings(sequences=given["sequences"], length=int(p.length), seed=given["seed"],
                         token_range=tuple(given["token_range"]) if given["token_range"] is not None else None,
                         prepend_bos=given["prepend_bos"], batch_size=given["batch_size"],
                         sink_threshold=given["sink_threshold"])

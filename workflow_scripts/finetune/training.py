@@ -32,6 +32,7 @@ from ..core.io import write_json
 from ..data.entries import TaskSpec
 from ..models.cards import length_excess, position_limit
 from ..models.checkpoints import MANIFEST, clear_weights, read_manifest, write_manifest
+from ..models.families import ensure_pad_token
 from .metrics import majority_baseline, task_scores
 from .task_data import FinetuneError, TaskData, epoch_batches, load_split, subset
 from .tasks import checkpoint_name
@@ -169,6 +170,7 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
     tokenizer = AutoTokenizer.from_pretrained(manifest["load_from"], **load_kwargs)
     # The head is initialised from the seed (make_deterministic seeded the global generator).
     model = AutoModelForSequenceClassification.from_pretrained(manifest["load_from"], **head, **load_kwargs)
+    ensure_pad_token(model, tokenizer)  # a decoder pads with its end-of-text token (saved with the checkpoint)
     # Before training, not a tensor-size error mid-epoch: the config check before the jobs reads a
     # model's limit from local files, and a hub model not yet in the cache has none there.
     limit = position_limit(model.config.to_dict(), tokenizer.model_max_length)

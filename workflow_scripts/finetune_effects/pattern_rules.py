@@ -5,9 +5,8 @@ example at its own length) is described by four features, computed for all heads
 at once:
 
 - ``vertical``: mean over all rows of the attention on special-token columns (the tokenizer's
-  ``special_tokens_mask`` as stored in the token table: ``[CLS]``, ``[SEP]``, ``<s>``, ...) and on the first token,
-  the attention sink of a decoder, whose text may begin without a special token (GPT-2's); an encoder's first token
-  is its [CLS] or ``<s>`` anyway;
+  ``special_tokens_mask`` as stored in the token table: ``[CLS]``, ``[SEP]``, ``<s>``, ...); an input without any
+  special token (GPT-2's text) has its first token there instead, a decoder's attention sink;
 - ``diagonal``: mean over all rows of the attention on the two neighbours ``i-1`` and ``i+1``;
 - ``structured``: mean over all rows of the attention on the union of both (special columns or a
   neighbour), so that a token next to a special token is not counted twice;
@@ -97,7 +96,8 @@ def map_features(attention: np.ndarray, special: np.ndarray, segment: np.ndarray
         raise AtlasError(f"map of {n} tokens but {special.shape[0]} special flags and {segment.shape[0]} segments")
     index = np.arange(n)
     neighbour = np.abs(index[:, None] - index[None, :]) == 1
-    sink = special | (index == 0)  # the vertical columns: special tokens and the first token (the sink)
+    # The vertical columns: the special tokens, or the first token (a decoder's sink) where the input has none.
+    sink = special if special.any() else index == 0
     structured_mask = neighbour | sink[None, :]
     features = {
         "vertical": a[..., sink].sum(-1).mean(-1) if sink.any() else np.zeros(a.shape[:-2], np.float32),

@@ -87,6 +87,20 @@ class Family:
         return 0
 
 
+def ensure_pad_token(model: Any, tokenizer: Any) -> int:
+    """The id a classifier's batches are padded with: the tokenizer's pad token, else the family's pad id (a decoder's
+    end-of-text token: GPT-2, Pythia and Llama have no pad token). Sets it on the tokenizer and on the model's config
+    where they have none, so that sequence classification finds each input's last token (transformers pools a
+    decoder's last non-pad token); encoders have both already."""
+    pad = tokenizer.pad_token_id
+    if pad is None:
+        pad = family_of(model.config.model_type).pad_id(model.config)
+        tokenizer.pad_token = tokenizer.convert_ids_to_tokens(pad)
+    if getattr(model.config, "pad_token_id", None) is None:
+        model.config.pad_token_id = pad
+    return pad
+
+
 FAMILIES: tuple[Family, ...] = (
     Family("bert", frozenset({"bert", "electra"}), _encoder_layers),
     Family("roberta", frozenset({"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "roberta-prelayernorm",

@@ -14,7 +14,7 @@ from .inputs import RuleInputs
 from .model import Study, new_study
 from .plans import ablation, attention, data, explorer, finetune, finetune_effects, models, report, surface, syntax
 
-# One plan per stage, in the order of core/stages.py's STAGES (tests/study/test_layout.py checks it).
+# One plan per stage, in the order of core/stages.py's STAGES (tests/study/test_stage_plans.py checks it).
 STAGE_PLANS = (data, models, finetune, attention, surface, syntax, finetune_effects, ablation, report, explorer)
 
 

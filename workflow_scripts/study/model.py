@@ -50,6 +50,7 @@ class Study:
     surface_pairs: list[tuple[str, str]] = field(default_factory=list)        # (subject, checkpoint)
     gradient_pairs: list[tuple[str, str]] = field(default_factory=list)       # those of the attention signal
     diagnostic_pairs: list[tuple[str, str]] = field(default_factory=list)     # (model, checkpoint): synthetic inputs
+    diagnostic_lengths: dict[str, int] = field(default_factory=dict)           # model -> the L it reads
     # syntax
     syntax_splits: list[str] = field(default_factory=list)
     syntax_targets: list[tuple[str, str, str]] = field(default_factory=list)  # (model, checkpoint, treebank)

@@ -94,8 +94,7 @@ def natural_rows(token_table: str | Path, tokenizer: Any, sequences: int, length
         if len(rows) == sequences:
             break
     if not rows:
-        raise AtlasError(f"{token_table}: no example has {2 * length} tokens of text; lower "
-                         "surface.diagnostics.length")
+        return np.zeros((0, 2 * length), np.int64), 0
     return with_special_tokens(tokenizer, np.asarray(rows), prepend_bos)
 
 
@@ -181,6 +180,11 @@ def diagnose(tokenizer: Any, model: Any, settings: Settings, *, resamples: int, 
                 continue
             input_ids, offset = natural_rows(natural_tokens, tokenizer, settings.sequences, settings.length,
                                              settings.prepend_bos)
+            if len(input_ids) < 2:  # no interval from one sequence
+                log.warning("natural text left out: %d example(s) of %s have %d tokens of text; lower "
+                            "surface.diagnostics.length or use longer texts", len(input_ids), natural_tokens,
+                            2 * settings.length)
+                continue
         else:
             input_ids, offset = with_special_tokens(
                 tokenizer, token_rows(kind, candidates, settings.sequences, settings.length, rng),

@@ -39,6 +39,7 @@ from ..core.io import write_csv
 from ..core.stats import ratio_bootstrap_ci
 from ..data.entries import TaskSpec
 from ..models.checkpoints import read_manifest, weights_options
+from ..models.families import ensure_pad_token, family_of
 
 log = logging.getLogger(__name__)
 
@@ -142,19 +143,14 @@ def load_mlm(load_from: str, offline: bool, **weights: Any) -> Any:
     """The checkpoint with its masked-LM head; Skip if the head (or any weight) would be new.
 
     ``weights``: how its weights are read (models.checkpoints.weights_options)."""
-    from transformers import AutoConfig, AutoModelForMaskedLM
+    from transformers import AutoModelForMaskedLM
 
-    from ..models.families import family_of
-
-    model_type = AutoConfig.from_pretrained(load_from, local_files_only=offline).model_type
-    if family_of(model_type).causal:
-        raise Skip(f"a decoder ({model_type}) has no masked-LM loss; the separator gradient ([C] 7.2) needs one")
     try:
         model, info = AutoModelForMaskedLM.from_pretrained(load_from, attn_implementation="eager",
                                                            output_loading_info=True, local_files_only=offline,
                                                            **weights)
     except (ValueError, KeyError) as exc:  # no masked-LM class for this model type
-        raise Skip(f"transformers has no masked-LM model class for model type {model_type!r}") from exc
+        raise Skip(f"transformers has no masked-LM model class for this checkpoint ({type(exc).__name__})") from exc
     missing = sorted(info.get("missing_keys") or [])
     if missing:
         shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
@@ -258,12 +254,16 @@ def sep_gradient(checkpoint_manifest: str | Path, token_table: str | Path, outpu
                                  "but no dev data table was given")
             loss_name, data = f"task:{manifest['task']}", str(task_data)
             model = load_classifier(load_from, offline, **weights_options(manifest), revision=revision)
+            ensure_pad_token(model, tokenizer)
             if task is None:
                 raise AtlasError(f"{checkpoint_manifest}: a fine-tuned checkpoint's gradient needs its task's entry")
             examples = task_examples(manifest, task_data, tokenizer, model, spec=TaskSpec.from_params(task),
                                      max_examples=max_examples, seed=seed)
         else:
             loss_name, base["mask_prob"] = "mlm", mask_prob
+            if family_of(config.model_type).causal:
+                raise Skip(f"a decoder ({config.model_type}) has no masked-LM loss; the separator gradient ([C] 7.2) "
+                           "needs one")
             model = load_mlm(load_from, offline, **weights_options(manifest), revision=revision)
             examples = mlm_examples(token_table, tokenizer, max_examples=max_examples, mask_prob=mask_prob,
                                     seed=seed)

@@ -26,7 +26,8 @@ HEAD_MEASURES: tuple[HeadMeasure, ...] = (
                 "(model, checkpoint, layer, head), layers and heads 0-based. ``first_token``: the attention of every "
                 "query but the first to position 0 (a decoder's attention sink, an encoder's [CLS]), averaged over "
                 "those queries of every example (``n_units``), with its 95% bootstrap interval over examples. A head "
-                "with alpha_1 above 0.3 is a sink head (their sink rate: tables/sink_rates.csv); docs/surface.md."),
+                "with alpha_1 above 0.3 is a sink head; tables/sink_rates.csv counts them as their code does; "
+                "docs/surface.md."),
     HeadMeasure(
         "previous_token", "attention to the previous token", "share", previous_token_sums,
         caption="The previous-token score on the surface corpus (config surface.corpus, default wiki): one row per "

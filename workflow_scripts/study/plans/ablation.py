@@ -20,6 +20,7 @@ from ...core.errors import ConfigError
 from ...finetune.tasks import checkpoint_name
 from ...models.cards import undeclared_attention
 from .declarations import Analysis
+from .syntax import Inputs as SyntaxInputs
 
 if TYPE_CHECKING:
     from ..model import Study
@@ -55,13 +56,15 @@ def plan(study: Study) -> None:
     study.found_heads_models = ([m for m in study.models if (m, PRETRAINED, treebank) in study.syntax_targets]
                                 if study.config[STAGE]["found_heads"] else [])
     check_families(study)
+    disabling, found = ANALYSES
     outputs = []
     if study.disabling_runs:
-        outputs.append(study.paths.table("head_disabling"))
+        outputs += [study.paths.table(name) for name in disabling.tables]
         disabled = sorted({m for m, _, _ in study.disabling_runs}, key=study.models.index)
-        outputs += study.paths.figures(STAGE, [f"head_disabling_{model}" for model in disabled])
+        outputs += study.paths.figures(STAGE, [figure.format(model=model) for model in disabled
+                                               for figure in disabling.figures])
     if study.found_heads_models:
-        outputs.append(study.paths.table("found_heads"))
+        outputs += [study.paths.table(name) for name in found.tables]
     study.stage_outputs[STAGE] = outputs
 
 
@@ -96,15 +99,15 @@ def found_heads_inputs(study: Study, model: str) -> dict[str, Any]:
     """The found-heads job's inputs: the syntax tables, the checkpoints, the dev tables and the probe's data."""
     syntax = study.config["syntax"]
     treebank, select, score = study.syntax_treebank, syntax["select_split"], syntax["score_split"]
-    features = study.paths.analysis("syntax", model, PRETRAINED, "probe_features")
+    features = SyntaxInputs(study).probe_features  # the attention probe's features, where the syntax stage wrote them
     runs = found_heads_runs(study, model)
     inputs: dict[str, Any] = {
         "dependency_best": study.paths.table("dependency_best"),
         "pretrained": study.paths.checkpoint_manifest(model, PRETRAINED),
         "finetuned": [study.paths.checkpoint_manifest(model, checkpoint_name(t, s, "final")) for t, s in runs],
         "dev": [study.paths.data_table(t, study.dev_split(t)) for t, _ in runs],
-        "train_maps": f"{features}/{treebank}_{select}.maps.npy",
-        "train_index": f"{features}/{treebank}_{select}.index.npz",
+        "train_maps": features(model, PRETRAINED, f"{treebank}_{select}.maps.npy"),
+        "train_index": features(model, PRETRAINED, f"{treebank}_{select}.index.npz"),
         "train_annotation": study.paths.annotation(treebank, select),
         "test_tokens": study.paths.token_table(model, treebank, score),
         "test_annotation": study.paths.annotation(treebank, score),

@@ -18,9 +18,11 @@ if TYPE_CHECKING:
 STAGE = "report"
 ANALYSES = (
     Analysis("paper_comparison", "the study", tables=("paper_comparison",), captions=("report_paper_comparison.rst",)),
-    Analysis("summary", "subject", figures=("{subject}",), captions=("report_summary_figure.rst",)),
+    # Figures under figures/summary/ and figures/signals/ (their own folders, named by what they show).
+    Analysis("summary", "subject", figures=("summary/{subject}",), captions=("report_summary_figure.rst",)),
     Analysis("signal_comparison", "the study, with more than one signal", tables=("signal_comparison",),
-             figures=("{model}",), captions=("report_signal_comparison.rst", "report_signal_comparison_figure.rst")),
+             figures=("signals/{model}",),
+             captions=("report_signal_comparison.rst", "report_signal_comparison_figure.rst")),
 )
 
 
@@ -50,9 +52,17 @@ def plan(study: Study) -> None:
             study.report_tables[name] = path
         else:
             study.report_absent[name] = reasons.get(name, f"the study does not produce {name}.csv")
-    study.stage_outputs[STAGE] = [study.paths.table("paper_comparison")] + [
-        study.paths.figure("summary", subject, ext) for subject in study.subjects for ext in ("png", "pdf")]
+    comparison, summary, _ = ANALYSES
+    study.stage_outputs[STAGE] = [study.paths.table(name) for name in comparison.tables] + [
+        figure_path(study, figure.format(subject=subject), ext)
+        for figure in summary.figures for subject in study.subjects for ext in ("png", "pdf")]
     plan_signal_comparison(study)
+
+
+def figure_path(study: Study, declared: str, ext: str) -> str:
+    """The file of a declared figure 'FOLDER/NAME' (under figures/)."""
+    folder, name = declared.split("/")
+    return study.paths.figure(folder, name, ext)
 
 
 def plan_signal_comparison(study: Study) -> None:
@@ -65,5 +75,7 @@ def plan_signal_comparison(study: Study) -> None:
     if not inputs:
         return
     study.signal_comparison_inputs = inputs
-    study.stage_outputs[STAGE] += [study.paths.table("signal_comparison")] + [
-        study.paths.figure("signals", model, ext) for model in study.models for ext in ("png", "pdf")]
+    signals = ANALYSES[2]
+    study.stage_outputs[STAGE] += [study.paths.table(name) for name in signals.tables] + [
+        figure_path(study, figure.format(model=model), ext)
+        for figure in signals.figures for model in study.models for ext in ("png", "pdf")]

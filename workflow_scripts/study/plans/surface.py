@@ -63,23 +63,30 @@ def plan(study: Study) -> None:
     study.gradient_pairs = [(m, c) for m, c in study.surface_pairs if split_subject(m)[1] == "attention"]
     # The diagnostics run the model on their own inputs: one job per model and checkpoint, never per signal.
     study.diagnostic_pairs = list(study.gradient_pairs)
-    check_diagnostic_length(study)
-    analyses = [a for a in ANALYSES if a.name != GRADIENT or study.gradient_pairs]
+    study.diagnostic_lengths = diagnostic_lengths(study)
+    planned = {GRADIENT: bool(study.gradient_pairs), DIAGNOSTICS: bool(study.diagnostic_pairs)}
+    analyses = [a for a in ANALYSES if planned.get(a.name, True)]
     study.stage_outputs[STAGE] = ([study.paths.table(name) for name in declared_tables(tuple(analyses))]
                                   + study.paths.figures(STAGE, declared_figures(tuple(analyses)))
                                   if study.surface_pairs else [])
 
 
-def check_diagnostic_length(study: Study) -> None:
-    """Refuse, before any job, diagnostic sequences longer than a model takes: 2L ids plus a few special tokens."""
+def diagnostic_lengths(study: Study) -> dict[str, int]:
+    """L of each diagnosed model: surface.diagnostics.length, or less where 2L tokens and their special tokens would
+    exceed the model's max_length (a note says so; the table records the L used)."""
     length = study.config[STAGE]["diagnostics"]["length"]
+    lengths = {}
     for model in dict.fromkeys(m for m, _ in study.diagnostic_pairs):
         max_length = study.config["models"][model].get("max_length")
-        if max_length is not None and 2 * length + 2 > max_length:
-            raise ConfigError(f"config key 'surface.diagnostics.length': sequences of 2 x {length} token ids and "
-                              f"their special tokens exceed model {model!r}'s max_length {max_length} "
-                              f"('models.{model}.max_length'); set surface.diagnostics.length to at most "
-                              f"{(max_length - 2) // 2}")
+        fits = length if max_length is None else min(length, (max_length - 2) // 2)
+        if fits < 2:
+            raise ConfigError(f"config key 'surface.diagnostics.length': model {model!r}'s max_length {max_length} "
+                              f"('models.{model}.max_length') leaves no room for two copies of a sequence; raise it")
+        if fits < length:
+            study.notes.append(f"surface.diagnostics: model {model!r} reads sequences of 2 x {fits} tokens, not "
+                               f"2 x {length}: its max_length is {max_length} ('models.{model}.max_length')")
+        lengths[model] = fits
+    return lengths
 
 
 class Inputs:
@@ -118,6 +125,10 @@ class Inputs:
         """A params function: the entry of a fine-tuned checkpoint's task (None for pretrained and random)."""
         info = parse_checkpoint_name(wc.checkpoint)
         return self.study.task_spec(info["task"]).params() if info["kind"] == "finetuned" else None
+
+    def diagnostic_length(self, wc: Any) -> int:
+        """A params function: L of the job's model (plan: :func:`diagnostic_lengths`)."""
+        return self.study.diagnostic_lengths[wc.model]
 
     def measure_caption(self, wc: Any) -> str:
         """A params function: the declared caption of the job's head measure (report/surface_head_measure.rst)."""
