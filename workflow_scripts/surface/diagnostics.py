@@ -43,6 +43,7 @@ import pandas as pd
 
 from ..core.errors import AtlasError
 from ..core.stats import ratio_bootstrap_ci
+from .statistics import read_example_columns
 
 log = logging.getLogger(__name__)
 
@@ -81,14 +82,9 @@ def natural_rows(token_table: str | Path, tokenizer: Any, sequences: int, length
     """The first ``2 * length`` tokens (after the special tokens the others get in front) of the first ``sequences``
     examples of a token table that have as many, as the model's input ids; and the position of the first text token.
     """
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(token_table, columns=["example_id", "input_id", "special"])
-    example, ids, special = (table[c].to_numpy(zero_copy_only=False) for c in ("example_id", "input_id", "special"))
-    bounds = np.concatenate([[0], np.flatnonzero(np.diff(example)) + 1, [len(example)]]) if len(example) else [0]
     rows = []
-    for start, end in zip(bounds[:-1], bounds[1:]):
-        text = ids[start:end][~special[start:end]]  # the tokens of the text; special tokens are added as for the others
+    for columns in read_example_columns(token_table, ["input_id", "special"]).values():
+        text = columns["input_id"][~columns["special"]]  # the text's tokens; special tokens are added as for the others
         if len(text) >= 2 * length:
             rows.append(text[:2 * length])
         if len(rows) == sequences:

@@ -25,19 +25,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..attention.partials import read_partials, write_partial
 from ..attention.reader import AttentionDump
 from ..attention.shards import shard_group_files
 from ..core.errors import AtlasError
 from ..core.stats import ratio_bootstrap_ci
-from .statistics import token_text, write_labelled_part
+from .statistics import read_example_columns, token_text, write_labelled_part
 
 log = logging.getLogger(__name__)
-
-TOKEN_COLUMNS = ["example_id", "token_index", "token", "input_id", "special", "word_index"]
-
 
 @dataclass(frozen=True)
 class ExampleTokens:
@@ -69,28 +65,10 @@ class HeadMeasure:
 def read_example_tokens(token_table: str | Path,
                         example_ids: Collection[int] | None = None) -> dict[int, ExampleTokens]:
     """The tokens of every example of a token table (of ``example_ids`` only: only their rows are read)."""
-    ids = None if example_ids is None else [int(i) for i in example_ids]
-    try:
-        table = pq.read_table(token_table, columns=TOKEN_COLUMNS,
-                              filters=None if ids is None else [("example_id", "in", ids)])
-    except (OSError, KeyError, ValueError) as exc:
-        raise AtlasError(f"{token_table}: cannot read token table columns {TOKEN_COLUMNS} ({exc}); rerun "
-                         "snakemake to rebuild it") from exc
-    example = table["example_id"].to_numpy()
-    index = table["token_index"].to_numpy()
-    text = np.array([token_text(str(t)) for t in table["token"].to_pylist()], dtype=object)
-    input_ids = table["input_id"].to_numpy()
-    special = table["special"].to_numpy(zero_copy_only=False)
-    word = table["word_index"].to_numpy()
-    bounds = np.concatenate([[0], np.flatnonzero(np.diff(example)) + 1, [len(example)]]) if len(example) else [0]
-    out = {}
-    for start, end in zip(bounds[:-1], bounds[1:]):
-        example_id = int(example[start])
-        if not np.array_equal(index[start:end], np.arange(end - start)):
-            raise AtlasError(f"{token_table}: the tokens of example {example_id} are not stored in order 0..T-1; "
-                             "rebuild the token table")
-        out[example_id] = ExampleTokens(text[start:end], input_ids[start:end], special[start:end], word[start:end])
-    return out
+    examples = read_example_columns(token_table, ["token", "input_id", "special", "word_index"], example_ids)
+    return {example_id: ExampleTokens(np.array([token_text(str(t)) for t in c["token"]], dtype=object),
+                                      c["input_id"], c["special"], c["word_index"])
+            for example_id, c in examples.items()}
 
 
 def _example_sums(measure: HeadMeasure, dump: AttentionDump, tokens: dict[int, ExampleTokens],

@@ -23,7 +23,7 @@ group at a time; every statistic is computed for all heads of an example at once
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,34 +97,41 @@ def token_roles(tokens: Iterable[str], special: np.ndarray, input_ids: np.ndarra
     return TokenRoles(len(special), cls, sep, ordinary & (text == "."), ordinary & (text == ","))
 
 
-def read_token_roles(token_table: str | Path, sep_token_id: int | None = None,
-                     example_ids: Iterable[int] | None = None) -> dict[int, TokenRoles]:
-    """Token roles of every example of a token table (or of ``example_ids`` only: only their rows are read)."""
-    columns = ["example_id", "token_index", "token", "input_id", "special"]
+def read_example_columns(token_table: str | Path, columns: Sequence[str],
+                         example_ids: Iterable[int] | None = None) -> dict[int, dict[str, np.ndarray]]:
+    """``columns`` of every example of a token table, each example's tokens in order 0..T-1 (of ``example_ids``
+    only: only their rows are read)."""
+    wanted = ["example_id", "token_index", *[c for c in columns if c not in ("example_id", "token_index")]]
     example_ids = None if example_ids is None else [int(i) for i in example_ids]
     try:
-        table = pq.read_table(token_table, columns=columns,
+        table = pq.read_table(token_table, columns=wanted,
                               filters=None if example_ids is None else [("example_id", "in", example_ids)])
     except (OSError, KeyError, ValueError) as exc:
-        raise AtlasError(f"{token_table}: cannot read token table columns {columns} ({exc}); rerun snakemake "
+        raise AtlasError(f"{token_table}: cannot read token table columns {wanted} ({exc}); rerun snakemake "
                          "to rebuild it") from exc
     example = table["example_id"].to_numpy()
     if len(example) == 0:
         return {}
     index = table["token_index"].to_numpy()
-    tokens = np.asarray(table["token"].to_pylist(), dtype=object)
-    input_ids = table["input_id"].to_numpy()
-    special = table["special"].to_numpy(zero_copy_only=False)
+    values = {c: (np.asarray(table[c].to_pylist(), dtype=object) if c == "token"
+                  else table[c].to_numpy(zero_copy_only=False)) for c in columns}
     bounds = np.concatenate([[0], np.flatnonzero(np.diff(example)) + 1, [len(example)]])
-    roles = {}
+    out = {}
     for start, end in zip(bounds[:-1], bounds[1:]):  # the read filter kept only example_ids' rows
         example_id = int(example[start])
         if not np.array_equal(index[start:end], np.arange(end - start)):
             raise AtlasError(f"{token_table}: the tokens of example {example_id} are not stored in order "
                              "0..T-1; rebuild the token table")
-        roles[example_id] = token_roles(tokens[start:end], special[start:end], input_ids[start:end],
-                                        sep_token_id)
-    return roles
+        out[example_id] = {c: v[start:end] for c, v in values.items()}
+    return out
+
+
+def read_token_roles(token_table: str | Path, sep_token_id: int | None = None,
+                     example_ids: Iterable[int] | None = None) -> dict[int, TokenRoles]:
+    """Token roles of every example of a token table (or of ``example_ids`` only: only their rows are read)."""
+    examples = read_example_columns(token_table, ["token", "input_id", "special"], example_ids)
+    return {example_id: token_roles(c["token"], c["special"], c["input_id"], sep_token_id)
+            for example_id, c in examples.items()}
 
 
 def _column_sums(maps: np.ndarray, columns: np.ndarray) -> np.ndarray | float:
