@@ -27,6 +27,7 @@ from workflow_scripts.core import console
 from workflow_scripts.core.errors import ConfigError
 from workflow_scripts.study.config import check_schema, check_semantics, coerce_config, load_schema
 from workflow_scripts.study.build import build_study
+from workflow_scripts.study.revisions import expand_revisions
 
 # The console of a run in one screen (workflow_scripts/core/console.py): a long job table as jobs per stage,
 # and no CalledProcessError for a failed job of the project's script (onerror's block tells its failure).
@@ -43,6 +44,7 @@ try:
     coerce_config(config, _schema)
     check_schema(config, _schema)
     validate(config, str(CONFIG_SCHEMA))
+    expand_revisions(config)
     check_semantics(config)
     STUDY = build_study(config)
 except ConfigError as error:
@@ -59,6 +61,7 @@ wildcard_constraints:
     task="[a-z][a-z0-9]*",
     treebank="[a-z][a-z0-9]*",
     model="[A-Za-z0-9][A-Za-z0-9._+-]*(@(norm|rollout))?",
+    series="[A-Za-z0-9][A-Za-z0-9._+-]*",
     corpus="[a-z0-9]+",
     checkpoint="[^/]+",
     shard="shard-[0-9]{4}-of-[0-9]{4}",

@@ -114,3 +114,51 @@ rule signal_comparison_figure:
         runtime=10,
     script:
         "scripts/entry.py"
+
+
+rule head_development:
+    input:
+        **STUDY.development_inputs,
+    output:
+        report(
+            STUDY.paths.table("head_development"),
+            caption="../report/report_head_development.rst",
+            category=REPORT_CATEGORY,
+        ),
+    log:
+        STUDY.paths.log("report", "head_development"),
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        series=STUDY.development_series,
+        treebank=STUDY.syntax_treebank,
+        select_split=STUDY.config["syntax"]["select_split"],
+        score_split=STUDY.config["syntax"]["score_split"],
+    script:
+        "scripts/entry.py"
+
+
+rule head_development_figure:
+    input:
+        table=STUDY.paths.table("head_development"),
+    output:
+        png=report(
+            STUDY.paths.figure("development", "{series}", "png"),
+            caption="../report/report_head_development_figure.rst",
+            category=REPORT_CATEGORY,
+        ),
+        pdf=STUDY.paths.figure("development", "{series}", "pdf"),
+    log:
+        STUDY.paths.log("report", "head_development_figure_{series}"),
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    script:
+        "scripts/entry.py"

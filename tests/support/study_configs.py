@@ -10,6 +10,7 @@ from snakemake.utils import update_config, validate
 
 from workflow_scripts.study.build import build_study
 from workflow_scripts.study.config import check_schema, check_semantics, coerce_config, load_schema
+from workflow_scripts.study.revisions import expand_revisions
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
@@ -24,6 +25,7 @@ def study_of(overrides: dict | None = None, *, results: str = "R"):
     coerce_config(config, schema)
     check_schema(config, schema)
     validate(config, str(SCHEMA))
+    expand_revisions(config)
     check_semantics(config)
     return build_study(config)
 

@@ -59,3 +59,19 @@ def signal_comparison_figure(smk: Any) -> None:
     from ..report.signals import draw_signal_comparison
 
     draw_signal_comparison(smk.input.table, smk.output.png, smk.output.pdf, model=smk.wildcards.model)
+
+
+@entry_point("head_development")
+def head_development(smk: Any) -> None:
+    from ..report.development import head_development as run
+
+    run(smk.input.get("sink_rates"), smk.input.get("head_diagnostics"), smk.input.get("dependency_heads"),
+        smk.output[0], series=smk.params.series, treebank=smk.params.treebank,
+        select_split=smk.params.select_split, score_split=smk.params.score_split)
+
+
+@entry_point("head_development_figure")
+def head_development_figure(smk: Any) -> None:
+    from ..report.development import draw_head_development
+
+    draw_head_development(smk.input.table, smk.output.png, smk.output.pdf, series=smk.wildcards.series)

@@ -27,6 +27,7 @@ from ..models.cards import length_excess, local_position_limit, model_location, 
 from .config_names import keyed_name_problems
 from .entry_checks import entry_problems
 from .path_names import path_name_problems
+from .revisions import expand_revisions
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,7 @@ def resolve_config(configfiles: list[str | Path] | tuple[str | Path, ...], cli: 
     coerce_config(config, schema)
     check_schema(config, schema)
     validate(config, str(SCHEMA_PATH))
+    expand_revisions(config)
     if semantics:
         check_semantics(config)
     return config

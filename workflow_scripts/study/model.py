@@ -67,6 +67,8 @@ class Study:
     report_tables: dict[str, str] = field(default_factory=dict)   # table name -> path
     report_absent: dict[str, str] = field(default_factory=dict)   # table name -> why the study has none
     signal_comparison_inputs: dict[str, str] = field(default_factory=dict)
+    development_inputs: dict[str, str] = field(default_factory=dict)   # table name -> path (plans/report.py)
+    development_series: dict[str, list[list]] = field(default_factory=dict)  # name -> [[model, revision, step]]
     # explorer
     explorer: ExplorerPlan = field(default_factory=ExplorerPlan)
     stage_outputs: dict[str, list[str]] = field(default_factory=dict)

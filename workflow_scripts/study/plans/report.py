@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ...core.stages import STAGES
 from ...report.registry import report_tables
+from ..revisions import revision_series
 from .declarations import Analysis
 
 if TYPE_CHECKING:
@@ -23,7 +24,12 @@ ANALYSES = (
     Analysis("signal_comparison", "the study, with more than one signal", tables=("signal_comparison",),
              figures=("signals/{model}",),
              captions=("report_signal_comparison.rst", "report_signal_comparison_figure.rst")),
+    Analysis("head_development", "a model studied at two or more hub revisions (models.NAME.revisions)",
+             tables=("head_development",), figures=("development/{series}",),
+             captions=("report_head_development.rst", "report_head_development_figure.rst")),
 )
+# The head-development measures' tables (docs/models.md, Pretraining checkpoints), those the study has.
+DEVELOPMENT_TABLES = ("sink_rates", "head_diagnostics", "dependency_heads")
 
 
 def plan(study: Study) -> None:
@@ -52,11 +58,12 @@ def plan(study: Study) -> None:
             study.report_tables[name] = path
         else:
             study.report_absent[name] = reasons.get(name, f"the study does not produce {name}.csv")
-    comparison, summary, _ = ANALYSES
+    comparison, summary, *_ = ANALYSES
     study.stage_outputs[STAGE] = [study.paths.table(name) for name in comparison.tables] + [
         figure_path(study, figure.format(subject=subject), ext)
         for figure in summary.figures for subject in study.subjects for ext in ("png", "pdf")]
     plan_signal_comparison(study)
+    plan_head_development(study)
 
 
 def figure_path(study: Study, declared: str, ext: str) -> str:
@@ -79,3 +86,20 @@ def plan_signal_comparison(study: Study) -> None:
     study.stage_outputs[STAGE] += [study.paths.table(name) for name in signals.tables] + [
         figure_path(study, figure.format(model=model), ext)
         for figure in signals.figures for model in study.models for ext in ("png", "pdf")]
+
+
+def plan_head_development(study: Study) -> None:
+    """For each model studied at two or more revisions, the head development against the training step
+    (workflow_scripts/report/development.py), from the diagnostics and dependency tables the study has."""
+    series = {name: points for name, points in revision_series(study.config).items() if len(points) >= 2}
+    planned = set(study.outputs())
+    inputs = {name: study.paths.table(name) for name in DEVELOPMENT_TABLES if study.paths.table(name) in planned}
+    if not series or not inputs:
+        return
+    study.development_inputs = inputs
+    study.development_series = {name: [[p.model, p.revision, p.step] for p in points]
+                                for name, points in series.items()}
+    development = ANALYSES[3]
+    study.stage_outputs[STAGE] += [study.paths.table(name) for name in development.tables] + [
+        figure_path(study, figure.format(series=name), ext)
+        for figure in development.figures for name in series for ext in ("png", "pdf")]

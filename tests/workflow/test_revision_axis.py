@@ -1,0 +1,90 @@
+"""Pretraining checkpoints as an axis, through the real DAG and the real hub clients: a tiny GPT-2 served at two
+revisions by the hub stand-in on 127.0.0.1 (tests/support/hub_server.py), ``step0`` with random weights and
+``step100`` with a hand-set induction head (tests/support/induction_gpt2.py). The study names the model once with
+``revisions: [step0, step100]``; each revision is downloaded at its own commit, analysed as its own model, and the
+report's head development shows the induction head appear between the two steps."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+
+from support.hub_server import HubRepo, folder_files, serve_hub
+from support.induction_gpt2 import save_induction_gpt2
+from support.mirror import write_tiny_study
+from support.paths import REPO
+
+pytestmark = pytest.mark.e2e
+HUB_ID = "atlas-test/tiny-gpt2"
+TARGETS = ["results/tables/head_development.csv", "results/figures/development/tiny.png"]
+
+
+def random_revision(folder, like):
+    """The induction model's architecture with random weights (a training run's first checkpoint)."""
+    import torch
+    from transformers import AutoConfig, AutoTokenizer, GPT2Model
+
+    torch.manual_seed(0)
+    GPT2Model(AutoConfig.from_pretrained(like)).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(like).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, tiny_roberta):
+    trained = save_induction_gpt2(tmp_path_factory.mktemp("step100"), tiny_roberta)
+    untrained = random_revision(tmp_path_factory.mktemp("step0"), trained)
+    repo = HubRepo(HUB_ID)
+    repo.commit(folder_files(untrained), branch="step0")
+    repo.commit(folder_files(trained), branch="step100")
+    work = write_tiny_study(tmp_path_factory.mktemp("revision-study"), trained)
+    config = yaml.safe_load((work / "tiny.yaml").read_text())
+    config["offline"] = False  # the data from the mirror, the model from the hub
+    config["models"] = {"tiny": {"hub": HUB_ID, "revisions": ["step0", "step100"], "max_length": 32}}
+    config["attention"]["signals"] = ["attention"]
+    # the induction model codes token ids below 48 only
+    config["surface"]["diagnostics"].update(token_range=[5, 48], sequences=8)
+    (work / "tiny.yaml").write_text(yaml.safe_dump(config))
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_OFFLINE")}
+    with serve_hub([repo]) as hub:
+        env.update(HF_ENDPOINT=hub.url, HF_HOME=str(work / "hf"), HF_HUB_DISABLE_TELEMETRY="1",
+                   TOKENIZERS_PARALLELISM="false")
+        command = [sys.executable, "-m", "snakemake", *TARGETS, "--snakefile", str(REPO / "Snakefile"),
+                   "--directory", str(work), "--configfile", str(work / "tiny.yaml"), "--cores", "2"]
+        result = subprocess.run(command, cwd=work, capture_output=True, text=True, env=env, timeout=1200)
+        assert result.returncode == 0, result.stderr[-6000:]
+        rerun = subprocess.run([*command, "--dry-run"], cwd=work, capture_output=True, text=True, env=env,
+                               timeout=600)
+    return work, rerun
+
+
+def test_each_revision_is_its_own_model(built):
+    work, _ = built
+    for revision in ("step0", "step100"):
+        card = json.loads((work / "results" / "models" / f"tiny-{revision}" / "model.json").read_text())
+        assert (card["name"], card["source"], card["revision"]) == (f"tiny-{revision}", "hub", revision)
+    diagnostics = pd.read_csv(work / "results" / "tables" / "head_diagnostics.csv")
+    assert set(diagnostics["model"]) == {"tiny-step0", "tiny-step100"}
+
+
+def test_the_head_development_shows_the_induction_head_appear(built):
+    work, _ = built
+    frame = pd.read_csv(work / TARGETS[0])
+    assert set(frame["series"]) == {"tiny"} and set(frame["step"]) == {0, 100}
+    induction = frame[frame["measure"] == "induction"].set_index(["step", "layer"])["value"]
+    assert induction.loc[(100, 1)] > 0.8        # the hand-set induction head, layer 2
+    assert induction.loc[(0, 1)] < 0.3           # random weights: none
+    assert set(frame["measure"]) == {"sink_rate", "induction", "dependency_accuracy"}
+    assert (work / TARGETS[1]).stat().st_size > 10_000
+
+
+def test_a_second_run_does_nothing(built):
+    _, rerun = built
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "Nothing to be done" in rerun.stdout + rerun.stderr
