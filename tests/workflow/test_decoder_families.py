@@ -1,0 +1,81 @@
+"""Tiny GPT-NeoX (Pythia's family) and Llama (grouped-query attention) models through the real DAG, beside the
+tiny GPT-2 of test_decoder_study.py: their dumps (both signals), the head diagnostics, [C]'s dependency heads in
+the causal directions, fine-tuning with last-token pooling and per-head disabling. Run to those tables only (the
+whole tiny study is run on the GPT-2), so that the three families cost one study's time."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import yaml
+
+from support.mirror import write_tiny_study
+from support.workflow_runs import snakemake
+from workflow_scripts.core.labels import CAUSAL_DIRECTIONS
+
+pytestmark = pytest.mark.e2e
+# llama: two query heads share each value head
+FAMILIES = {"neox": ("gpt_neox", {}), "llama": ("llama", {"num_key_value_heads": 2})}
+TABLES = ("attention_dumps", "head_diagnostics", "sink_rates", "dependency_best", "finetune_metrics",
+          "head_disabling")
+
+
+def save_decoder(folder, model_type: str, tokenizer_dir, extra: dict):
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    torch.manual_seed(0)
+    config = AutoConfig.for_model(model_type, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                  intermediate_size=64, vocab_size=len(tokenizer), max_position_embeddings=64,
+                                  bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, **extra)
+    AutoModel.from_config(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, tiny_roberta):
+    models = {name: save_decoder(tmp_path_factory.mktemp(name), model_type, tiny_roberta, extra)
+              for name, (model_type, extra) in FAMILIES.items()}
+    work = write_tiny_study(tmp_path_factory.mktemp("decoder-families"), models["neox"])
+    config = yaml.safe_load((work / "tiny.yaml").read_text())
+    config["models"] = {name: {"path": str(folder), "max_length": 32} for name, folder in models.items()}
+    config["study"]["models"] = list(models)
+    config["attention"]["corpora"] = {"wiki": ["segments"], "ewt": ["train", "dev"]}
+    (work / "tiny.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake(work, *(f"results/tables/{name}.csv" for name in TABLES))
+    assert result.returncode == 0, result.stderr[-6000:]
+    return work / "results" / "tables"
+
+
+def test_neox_and_llama_dump_both_signals_as_causal_maps(built):
+    dumps = pd.read_csv(built / "attention_dumps.csv")
+    assert set(dumps["model"] + ":" + dumps["signal"]) == {"neox:attention", "neox@norm:norm",
+                                                           "llama:attention", "llama@norm:norm"}
+    for model in ("neox", "llama"):
+        manifest = json.loads((built.parent / "attention" / model / "pretrained" / "wiki" / "segments" /
+                               "manifest.json").read_text())
+        assert manifest["layout"] == "lower_triangle", model
+
+
+def test_neox_and_llama_have_diagnostics_and_causal_dependency_heads(built):
+    diagnostics = pd.read_csv(built / "head_diagnostics.csv")
+    assert set(diagnostics["model"]) >= {"neox", "llama"}
+    # each model's 2 layers x 4 heads on each input, pretrained and random-init
+    per_model = diagnostics[diagnostics["model"].isin(["neox", "llama"])].groupby(["model", "checkpoint", "input"])
+    assert per_model.size().eq(8).all()
+    assert diagnostics["first_token"].between(0, 1).all()
+    best = pd.read_csv(built / "dependency_best.csv")
+    for model in ("neox", "llama", "neox@norm", "llama@norm"):
+        assert set(best.loc[best["model"] == model, "direction"]) == set(CAUSAL_DIRECTIONS), model
+
+
+def test_neox_and_llama_are_fine_tuned_and_each_head_disabled(built):
+    metrics = pd.read_csv(built / "finetune_metrics.csv")
+    assert set(metrics["model"]) == {"neox", "llama"} and set(metrics["task"]) == {"cola"}
+    disabling = pd.read_csv(built / "head_disabling.csv")
+    assert disabling.groupby("model").size().to_dict() == {"llama": 8, "neox": 8}
+    assert disabling["score"].notna().all()
