@@ -43,8 +43,9 @@ try:
     _schema = load_schema(CONFIG_SCHEMA)
     coerce_config(config, _schema)
     check_schema(config, _schema)
-    validate(config, str(CONFIG_SCHEMA))
+    # Before the defaults are filled in: a revision's own entry (the prefetch's) refines only the keys it gives.
     expand_revisions(config)
+    validate(config, str(CONFIG_SCHEMA))
     check_semantics(config)
     STUDY = build_study(config)
 except ConfigError as error:

@@ -106,3 +106,16 @@ def test_the_report_draws_the_head_development_of_a_model_at_two_revisions():
     one = study_of({"study": {"models": ["pythia-160m"], "tasks": [], "treebanks": ["ewt"], "wiki": True},
                     "models": models})
     assert "R/tables/head_development.csv" not in set(one.outputs())
+
+
+def test_the_prefetchs_entry_for_a_revision_keeps_the_models_own_settings(tmp_path):
+    # The schema's defaults are filled in after the expansion: the offline entry does not reset max_length to 128.
+    study = tmp_path / "study.yaml"
+    study.write_text("study: {models: [pythia-160m]}\nmodels:\n  pythia-160m: {hub: EleutherAI/pythia-160m, "
+                     "revisions: [step1000, step143000], max_length: 512}\n")
+    offline = tmp_path / "offline.yaml"
+    offline.write_text("models:\n  pythia-160m-step1000: {hub: null, path: /models/pythia-160m-step1000}\n")
+    config = resolve_config([study, offline], [], semantics=False)
+    assert config["models"]["pythia-160m-step1000"] == {"hub": None, "path": "/models/pythia-160m-step1000",
+                                                        "max_length": 512, "subdir": "model"}
+    assert config["models"]["pythia-160m-step143000"]["max_length"] == 512

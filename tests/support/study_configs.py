@@ -24,8 +24,8 @@ def study_of(overrides: dict | None = None, *, results: str = "R"):
     schema = load_schema(SCHEMA)
     coerce_config(config, schema)
     check_schema(config, schema)
-    validate(config, str(SCHEMA))
     expand_revisions(config)
+    validate(config, str(SCHEMA))
     check_semantics(config)
     return build_study(config)
 

@@ -1,8 +1,9 @@
 """Head development over pretraining (docs/models.md, "Pretraining checkpoints"): for a model studied at several hub
 revisions (``models.NAME.revisions``), three measures per layer against the training step each revision names.
 
-- ``sink_rate``: the share of the layer's heads whose first-token share exceeds the threshold (sink_rates.csv,
-  Gu et al.'s released code, on ``natural`` text where the study has it, otherwise on random tokens);
+- ``sink_rate``: Gu et al.'s sink rate as their released code computes it (sink_rates.csv): the percentage of the
+  layer's (sequence, head) pairs in which the head's attention to the first token, averaged over every query,
+  exceeds the threshold; on ``natural`` text where every revision of the model has it, otherwise on random tokens;
 - ``induction``: the layer's highest induction score (head_diagnostics.csv, repeated random tokens);
 - ``dependency_accuracy``: the accuracy, on ``syntax.score_split``, of the layer's head best at predicting every
   dependent's head (relation ``all``) on ``syntax.select_split``, in the direction a map allows ([C]'s
@@ -27,7 +28,8 @@ SINK_INPUTS = ("natural", "random")  # the first the study has
 INDUCTION_INPUT = "random_repeated"
 ALL_RELATIONS = "all"
 COLUMNS = ["series", "model", "revision", "step", "order", "measure", "layer", "value", "head", "input", "direction"]
-MEASURES = {"sink_rate": "sink rate (% of the layer's heads)", "induction": "best induction score in the layer",
+MEASURES = {"sink_rate": "sink rate (% of the layer's heads x sequences)",
+            "induction": "best induction score in the layer",
             "dependency_accuracy": "dependency accuracy of the layer's best head"}
 
 
@@ -45,7 +47,7 @@ def head_development(sink_rates: str | Path | None, head_diagnostics: str | Path
         rows += _induction_rows(read_csv(head_diagnostics), points)
     if dependency_heads is not None:
         rows += _dependency_rows(read_csv(dependency_heads), points, treebank, select_split, score_split)
-    frame = pd.DataFrame(rows, columns=COLUMNS)
+    frame = pd.DataFrame(rows, columns=COLUMNS).astype({"head": "Int64", "step": "Int64"})
     write_csv(frame, output)
     return frame
 
@@ -60,11 +62,16 @@ def _pretrained(frame: pd.DataFrame, model: str) -> pd.DataFrame:
 
 
 def _sink_rows(rates: pd.DataFrame, points: list[tuple]) -> list[dict]:
+    rates = rates[(rates["checkpoint"].astype(str) == PRETRAINED) & (rates["layer"].astype(str) != "all")]
+    inputs = {model: set(part["input"].astype(str)) for model, part in rates.groupby(rates["model"].astype(str))}
+    # One input per model with revisions: the first that every revision has, so that a line never mixes inputs.
+    sources = {}
+    for name in dict.fromkeys(point[0] for point in points):
+        models = [point[1] for point in points if point[0] == name]
+        sources[name] = next((kind for kind in SINK_INPUTS if all(kind in inputs.get(m, ()) for m in models)), None)
     rows = []
     for point in points:
-        part = _pretrained(rates, point[1])
-        part = part[part["layer"].astype(str) != "all"]
-        source = next((kind for kind in SINK_INPUTS if (part["input"].astype(str) == kind).any()), None)
+        part, source = _pretrained(rates, point[1]), sources[point[0]]
         for row in part[part["input"].astype(str) == source].itertuples(index=False):
             rows.append({**_base(point), "measure": "sink_rate", "layer": int(row.layer),
                          "value": float(row.sink_rate), "input": source})
@@ -77,6 +84,9 @@ def _induction_rows(diagnostics: pd.DataFrame, points: list[tuple]) -> list[dict
         part = _pretrained(diagnostics, point[1])
         part = part[part["input"].astype(str) == INDUCTION_INPUT]
         for layer, heads in part.groupby("layer", sort=True):
+            heads = heads.dropna(subset=["induction"])
+            if not len(heads):
+                continue
             best = heads.loc[heads["induction"].astype(float).idxmax()]
             rows.append({**_base(point), "measure": "induction", "layer": int(layer),
                          "value": float(best["induction"]), "head": int(best["head"]), "input": INDUCTION_INPUT})
@@ -95,6 +105,9 @@ def _dependency_rows(heads: pd.DataFrame, points: list[tuple], treebank: str, se
         direction = CAUSAL_UNION if CAUSAL_UNION in directions else DEP_TO_HEAD
         part = part[part["direction"].astype(str) == direction]
         for layer, layer_heads in part.groupby("layer", sort=True):
+            layer_heads = layer_heads.dropna(subset=["select_accuracy"])  # an empty selection split scores nothing
+            if not len(layer_heads):
+                continue
             best = layer_heads.loc[layer_heads["select_accuracy"].astype(float).idxmax()]
             rows.append({**_base(point), "measure": "dependency_accuracy", "layer": int(layer),
                          "value": float(best["accuracy"]), "head": int(best["head"]), "direction": direction})
@@ -117,7 +130,7 @@ def draw_head_development(table: str | Path, png: str | Path, pdf: str | Path, *
     for ax, (measure, label) in zip(axes, MEASURES.items(), strict=True):
         part = frame[frame["measure"].astype(str) == measure]
         for layer in layers:
-            line = part[part["layer"].astype(int) == layer].sort_values("order")
+            line = part[part["layer"].astype(int) == layer].sort_values(x_column)
             if len(line):
                 ax.plot(line[x_column].astype(float), line["value"].astype(float), marker="o", markersize=3,
                         color=colours[layer])

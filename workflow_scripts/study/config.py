@@ -62,8 +62,9 @@ def resolve_config(configfiles: list[str | Path] | tuple[str | Path, ...], cli: 
     schema = load_schema(SCHEMA_PATH)
     coerce_config(config, schema)
     check_schema(config, schema)
-    validate(config, str(SCHEMA_PATH))
+    # Before the defaults are filled in: a revision's own entry (the prefetch's) refines only the keys it gives.
     expand_revisions(config)
+    validate(config, str(SCHEMA_PATH))
     if semantics:
         check_semantics(config)
     return config

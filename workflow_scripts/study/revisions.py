@@ -1,7 +1,8 @@
 """Pretraining checkpoints as an axis of the study: a hub model entry that lists ``revisions`` (Pythia's
 ``step1000`` ... ``step143000``) stands for one model per revision, and every analysis runs on each.
 
-:func:`expand_revisions` runs once on the validated config, before any other check: the entry ``NAME`` with
+:func:`expand_revisions` runs once on the config that passed the schema, before its defaults are filled in (so that
+an entry given for one revision refines only the keys it names) and before the semantic checks: the entry ``NAME`` with
 ``revisions: [R1, R2]`` gains the entries ``NAME-R1`` and ``NAME-R2`` (the entry's keys, with ``revision: R``),
 and ``study.models`` lists them in place of ``NAME``. An entry of that name that a config gives itself refines the
 generated one key by key (the prefetch's offline config does this: ``NAME-R1: {hub: null, path: ...}``).
@@ -62,7 +63,7 @@ def revision_series(config: dict[str, Any]) -> dict[str, list[RevisionPoint]]:
 
 def expand_revisions(config: dict[str, Any]) -> None:
     """Give each revision of a model entry with ``revisions`` its own entry, and select those in place of the entry
-    (in place, on the validated config); raises ConfigError naming the key and the fix."""
+    (in place, on a config that passed the schema); raises ConfigError naming the key and the fix."""
     problems: list[str] = []
     expanded: dict[str, list[str]] = {}
     for name, entry in list(config["models"].items()):
