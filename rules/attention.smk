@@ -1,5 +1,7 @@
 # Each rule runs the function registered as @entry_point("<rule name>") in workflow_scripts/entrypoints/attention.py.
 # Attention stage (METHODS 4-6): word annotation, token tables aligned to words, attention dumps.
+import re
+
 from workflow_scripts.core.subjects import split_subject
 from workflow_scripts.study.annotation import stanza_downloads_pending
 
@@ -77,6 +79,34 @@ use rule token_table as treebank_token_table with:
 
 
 ruleorder: treebank_token_table > token_table
+
+
+# A model entry that sets prepend_bos (true: a BOS first; false: none, even where its tokenizer adds one) has its
+# token tables made by these two rules, which pass it: only they have the key among their params, so setting it
+# rebuilds that model's branch alone, and a study that sets it for no model has neither rule.
+if STUDY.bos_models:
+
+    use rule token_table as bos_token_table with:
+        wildcard_constraints:
+            model="|".join(re.escape(model) for model in STUDY.bos_models),
+        params:
+            max_length=lambda wc: STUDY.config["models"][wc.model]["max_length"],
+            max_examples=lambda wc: ATTENTION["max_examples"].get(wc.corpus),
+            offline=STUDY.offline,
+            prepend_bos=lambda wc: STUDY.config["models"][wc.model]["prepend_bos"],
+
+    use rule treebank_token_table as bos_treebank_token_table with:
+        wildcard_constraints:
+            corpus="|".join(STUDY.treebank_corpora),
+            model="|".join(re.escape(model) for model in STUDY.bos_models),
+        params:
+            max_length=lambda wc: STUDY.config["models"][wc.model]["max_length"],
+            max_examples=lambda wc: ATTENTION["max_examples"].get(wc.corpus),
+            input_protocol=ATTENTION["input_protocol"],
+            offline=STUDY.offline,
+            prepend_bos=lambda wc: STUDY.config["models"][wc.model]["prepend_bos"],
+
+    ruleorder: bos_treebank_token_table > bos_token_table > treebank_token_table > token_table
 
 
 # One job per shard: `--cores N` and the SLURM profile run N shards of a dump at once. Each job

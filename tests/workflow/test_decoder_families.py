@@ -1,7 +1,8 @@
 """Tiny GPT-NeoX (Pythia's family) and Llama (grouped-query attention) models through the real DAG, beside the
 tiny GPT-2 of test_decoder_study.py: their dumps (both signals), the head diagnostics, [C]'s dependency heads in
 the causal directions, fine-tuning with last-token pooling and per-head disabling. Run to those tables only (the
-whole tiny study is run on the GPT-2), so that the three families cost one study's time."""
+whole tiny study is run on the GPT-2), so that the three families cost one study's time. Llama's token tables are
+made with prepend_bos false (rules/attention.smk's bos_ rules)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ def built(tmp_path_factory, tiny_roberta):
     work = write_tiny_study(tmp_path_factory.mktemp("decoder-families"), models["neox"])
     config = yaml.safe_load((work / "tiny.yaml").read_text())
     config["models"] = {name: {"path": str(folder), "max_length": 32} for name, folder in models.items()}
+    # Both tokenizers put <s> first (the tiny RoBERTa's): Llama's token tables are made without it.
+    config["models"]["llama"]["prepend_bos"] = False
     config["study"]["models"] = list(models)
     config["attention"]["corpora"] = {"wiki": ["segments"], "ewt": ["train", "dev"]}
     (work / "tiny.yaml").write_text(yaml.safe_dump(config))
@@ -59,6 +62,16 @@ def test_neox_and_llama_dump_both_signals_as_causal_maps(built):
         manifest = json.loads((built.parent / "attention" / model / "pretrained" / "wiki" / "segments" /
                                "manifest.json").read_text())
         assert manifest["layout"] == "lower_triangle", model
+
+
+def test_a_model_set_to_prepend_no_bos_has_token_tables_without_it(built):
+    import pyarrow.parquet as pq
+
+    for model, first in (("neox", "<s>"), ("llama", None)):
+        tokens = pq.read_table(built.parent / "tokens" / model / "ewt" / "dev.parquet").to_pandas()
+        starts = tokens.groupby("example_id")["token"].first()
+        assert (starts == "<s>").all() if first else (starts != "<s>").all(), model
+        assert (tokens["token"] == "</s>").groupby(tokens["example_id"]).sum().eq(1).all()  # the end stays
 
 
 def test_neox_and_llama_have_diagnostics_and_causal_dependency_heads(built):

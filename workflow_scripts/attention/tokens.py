@@ -10,6 +10,10 @@ The input protocol of treebank sentences (texts.py: gold words joined by
 spaces, or the text as written) is recorded in the table's metadata
 (``input_protocol``), and from there in every dump and table resting on it.
 
+A model entry's ``prepend_bos`` (null: as its tokenizer does) puts a BOS token first (GPT-2 and Pythia's
+tokenizers add none; TransformerLens and Gu et al. prepend one) or takes the tokenizer's away (Llama's); the BOS is a
+special token like [CLS]: no word, left out of word-level maps, the sink role of the surface statistics.
+
 Inputs longer than the model's max_length are truncated with the tokenizer's
 ``longest_first`` rule (tokens are dropped from the end of the longer text,
 one at a time); every truncated example is counted and listed in the table's
@@ -70,9 +74,41 @@ def encode_example(tokenizer: Any, text_a: str, text_b: str | None, max_length: 
     return encoding, len(full["input_ids"])
 
 
+def bos_edit(tokenizer: Any, prepend_bos: bool | None, model: str = "the model") -> str | None:
+    """What ``prepend_bos`` changes in the tokenizer's encodings: 'prepend' a BOS, 'drop' the one it adds, or None."""
+    if prepend_bos is None:
+        return None
+    bos = tokenizer.bos_token_id
+    if bos is None:
+        if prepend_bos:
+            raise AtlasError(f"config key 'models.{model}.prepend_bos': its tokenizer has no BOS token to put "
+                             "first; set it to null or false")
+        return None
+    first = tokenizer("a", add_special_tokens=True)["input_ids"][:1]
+    adds_bos = first == [bos]
+    if prepend_bos and not adds_bos:
+        return "prepend"
+    return "drop" if not prepend_bos and adds_bos else None
+
+
+def _edit_first_token(encoding: Any, edit: str | None, bos: int | None) -> dict[str, list]:
+    """The encoding's per-token lists, with a BOS put first ('prepend') or the first token taken away ('drop')."""
+    fields = {"input_ids": list(encoding["input_ids"]), "special": list(encoding["special_tokens_mask"]),
+              "sequence": list(encoding.sequence_ids()), "offsets": [tuple(o) for o in encoding["offset_mapping"]],
+              "token_types": list(encoding.get("token_type_ids") or [0] * len(encoding["input_ids"]))}
+    if edit == "prepend":
+        for name, value in (("input_ids", bos), ("special", 1), ("sequence", None), ("offsets", (0, 0)),
+                            ("token_types", 0)):
+            fields[name].insert(0, value)
+    elif edit == "drop" and fields["input_ids"][:1] == [bos] and fields["special"][:1] == [1]:
+        fields = {name: values[1:] for name, values in fields.items()}
+    return fields
+
+
 def build_token_table(tokenizer: Any, data_path: str | Path, annotation_path: str | Path,
                       max_length: int, *, max_examples: int | None,
-                      input_protocol: str) -> tuple[pa.Table, dict[str, Any]]:
+                      input_protocol: str, prepend_bos: bool | None = None,
+                      model: str = "the model") -> tuple[pa.Table, dict[str, Any]]:
     """Tokenize the examples of a data table (the first ``max_examples``, or all) and align them to words.
 
     Treebank sentences are fed under ``input_protocol`` (``texts.INPUT_PROTOCOLS``); character
@@ -88,16 +124,19 @@ def build_token_table(tokenizer: Any, data_path: str | Path, annotation_path: st
     columns: dict[str, list] = {name: [] for name in TOKEN_SCHEMA.names}
     truncated: list[int] = []
     unaligned_words = 0
+    edit = bos_edit(tokenizer, prepend_bos, model)
+    room = {"prepend": -1, "drop": 1}.get(edit, 0)  # the tokenizer's budget, so that the edited input fits max_length
     for example in inputs:
-        encoding, full_length = encode_example(tokenizer, example.text_a, example.text_b, max_length)
-        input_ids = encoding["input_ids"]
+        encoding, full_length = encode_example(tokenizer, example.text_a, example.text_b, max_length + room)
+        fields = _edit_first_token(encoding, edit, tokenizer.bos_token_id)
+        input_ids = fields["input_ids"]
         n = len(input_ids)
-        if full_length > n:
+        if full_length - room > n:
             truncated.append(example.example_id)
-        special = np.asarray(encoding["special_tokens_mask"], dtype=bool)
-        sequence = encoding.sequence_ids()
-        segment = np.array([-1 if (s is None or sp) else s for s, sp in zip(sequence, special)], dtype=np.int8)
-        offsets = np.asarray(encoding["offset_mapping"], dtype=np.int32).reshape(n, 2)
+        special = np.asarray(fields["special"], dtype=bool)
+        segment = np.array([-1 if (s is None or sp) else s for s, sp in zip(fields["sequence"], special)],
+                           dtype=np.int8)
+        offsets = np.asarray(fields["offsets"], dtype=np.int32).reshape(n, 2)
         token_word = align_tokens_to_words(offsets[:, 0], offsets[:, 1], segment, example.word_start,
                                            example.word_end, example.word_segment)
         unaligned_words += len(example.word_start) - len(np.unique(token_word[token_word >= 0]))
@@ -105,14 +144,14 @@ def build_token_table(tokenizer: Any, data_path: str | Path, annotation_path: st
         columns["token_index"] += list(range(n))
         columns["token"] += tokenizer.convert_ids_to_tokens(input_ids)
         columns["input_id"] += input_ids
-        columns["token_type_id"] += encoding.get("token_type_ids") or [0] * n
+        columns["token_type_id"] += fields["token_types"]
         columns["char_start"] += offsets[:, 0].tolist()
         columns["char_end"] += offsets[:, 1].tolist()
         columns["segment"] += segment.tolist()
         columns["special"] += special.tolist()
         columns["word_index"] += token_word.tolist()
     stats = {"examples": len(inputs), "max_examples": max_examples, "tokens": len(columns["example_id"]),
-             "max_length": max_length, "input_protocol": applied,
+             "max_length": max_length, "input_protocol": applied, "prepend_bos": prepend_bos, "bos_edit": edit,
              "truncated_examples": len(truncated), "truncated_ids": truncated[:1000],
              "words_without_tokens": int(unaligned_words)}
     if truncated:
@@ -126,7 +165,7 @@ def build_token_table(tokenizer: Any, data_path: str | Path, annotation_path: st
 
 def write_token_table(checkpoint_manifest: str | Path, data_path: str | Path, annotation_path: str | Path,
                       output: str | Path, *, max_length: int, max_examples: int | None,
-                      input_protocol: str, offline: bool) -> dict[str, Any]:
+                      input_protocol: str, offline: bool, prepend_bos: bool | None = None) -> dict[str, Any]:
     from transformers import AutoConfig, AutoTokenizer
 
     from ..models.checkpoints import read_manifest
@@ -138,7 +177,7 @@ def write_token_table(checkpoint_manifest: str | Path, data_path: str | Path, an
     config = AutoConfig.from_pretrained(manifest["load_from"], **options)
     limit = checked_max_length(tokenizer, config.to_dict(), max_length, manifest["model"])
     table, stats = build_token_table(tokenizer, data_path, annotation_path, limit, max_examples=max_examples,
-                                     input_protocol=input_protocol)
+                                     input_protocol=input_protocol, prepend_bos=prepend_bos, model=manifest["model"])
     log.info("token table: %s", {k: v for k, v in stats.items() if k != "truncated_ids"})
     # sep_token_id: the surface statistics' separators, read from here by their per-shard jobs (no tokenizer to load).
     write_table(table, output, {"tokenizer": manifest["load_from"], "model": manifest["model"],

@@ -20,14 +20,18 @@ def annotation(smk: Any) -> None:
 
 @entry_point("token_table")
 @entry_point("treebank_token_table")
+@entry_point("bos_token_table")
+@entry_point("bos_treebank_token_table")
 def token_table(smk: Any) -> None:
     from ..attention.texts import TEXT
     from ..attention.tokens import write_token_table
 
-    # Text corpora are fed as written; treebank_token_table passes attention.input_protocol.
+    # Text corpora are fed as written; treebank_token_table passes attention.input_protocol, and the bos_ rules
+    # the model's prepend_bos (rules/attention.smk).
     write_token_table(smk.input.checkpoint, smk.input.data, smk.input.annotation, smk.output[0],
                       max_length=smk.params.max_length, max_examples=smk.params.max_examples,
-                      input_protocol=smk.params.get("input_protocol", TEXT), offline=smk.params.offline)
+                      input_protocol=smk.params.get("input_protocol", TEXT), offline=smk.params.offline,
+                      prepend_bos=smk.params.get("prepend_bos"))
 
 
 @entry_point("extract_attention")

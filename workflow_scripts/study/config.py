@@ -62,8 +62,7 @@ def resolve_config(configfiles: list[str | Path] | tuple[str | Path, ...], cli: 
     schema = load_schema(SCHEMA_PATH)
     coerce_config(config, schema)
     check_schema(config, schema)
-    # Before the defaults are filled in: a revision's own entry (the prefetch's) refines only the keys it gives.
-    expand_revisions(config)
+    expand_revisions(config)  # before validate's defaults: a revision's own entry refines only the keys it gives
     validate(config, str(SCHEMA_PATH))
     if semantics:
         check_semantics(config)

@@ -95,6 +95,11 @@ class Study:
         return list(self.config["study"]["models"])
 
     @property
+    def bos_models(self) -> list[str]:
+        """The study's models whose entry sets prepend_bos (rules/attention.smk's bos_ token-table rules)."""
+        return [model for model in self.models if self.config["models"][model].get("prepend_bos") is not None]
+
+    @property
     def subjects(self) -> list[str]:
         """What the analyses run on: each model through each of attention.signals (docs/signals.md), the
         model's name for the attention weights, MODEL@SIGNAL for another signal."""
