@@ -144,6 +144,32 @@ def test_a_hub_model_is_downloaded_into_its_folder_and_the_config_turns_it_local
     assert config["models"]["tinyhub"]["path"] == written["models"]["tinyhub"]["path"]
 
 
+def test_each_revision_of_a_hub_model_is_its_own_folder_and_the_offline_run_keeps_its_settings(
+        tmp_path, releases, tiny_bert, capsys, monkeypatch):
+    base, _ = releases
+    calls = []
+
+    def fake_hub(repo_id, revision, local_dir=None):
+        calls.append((repo_id, revision, local_dir))
+        shutil.copytree(tiny_bert, local_dir, dirs_exist_ok=True)
+        return local_dir
+
+    monkeypatch.setattr(hub, "fetch_hub_model", fake_hub)
+    config = study_config(base, tiny_bert, models=("tinyhub",))
+    config["models"]["tinyhub"]["revisions"] = ["step1", "step2"]
+    code, out = run_prefetch(tmp_path, config, capsys)
+    assert code == 0, out
+    folders = {revision: (tmp_path / "models" / f"tinyhub-{revision}").resolve() for revision in ("step1", "step2")}
+    assert calls == [("org/tiny", revision, folder) for revision, folder in folders.items()]
+    written = yaml.safe_load((tmp_path / "offline.yaml").read_text())
+    assert written["models"] == {f"tinyhub-{r}": {"path": str(folder), "hub": None} for r, folder in folders.items()}
+    offline = resolve(tmp_path / "study.yaml", tmp_path / "offline.yaml")
+    assert offline["study"]["models"] == ["tinyhub-step1", "tinyhub-step2"]
+    for revision, folder in folders.items():  # the local copy, with the entry's max_length; no revision to pin
+        entry = offline["models"][f"tinyhub-{revision}"]
+        assert (entry["path"], entry["hub"], entry["max_length"], "revision" in entry) == (str(folder), None, 32, False)
+
+
 def test_model_files_are_the_config_tokenizer_and_one_set_of_weights():
     repository = ["config.json", "tokenizer.json", "vocab.txt", "model.safetensors", "pytorch_model.bin",
                   "tf_model.h5", "flax_model.msgpack", "onnx/model.onnx", "onnx/config.json", "README.md"]
