@@ -264,8 +264,12 @@ def measure(args: argparse.Namespace, tmp: Path) -> None:
         for name, dump in (("model", summary), ("causal twin", causal)):
             print(f"  {name:<12} layout {dump['layout']:<15} {dump['bytes']:>14,} bytes   "
                   f"{dump['bytes_per_value']:.3f} bytes per map value (T x T per head)")
+        lengths = np.unique(pq.read_table(args.token_table, columns=["example_id"])["example_id"].to_numpy(),
+                            return_counts=True)[1].astype(np.int64)
+        triangle = float((lengths * (lengths + 1) // 2).sum() / (lengths ** 2).sum())
         print(f"  the causal dump's bytes per map value: {causal['bytes_per_value'] / summary['bytes_per_value']:.1%} "
-              f"of the model's; its extraction {twin_seconds:.2f} s")
+              f"of the model's; the lower triangle holds {triangle:.1%} of the map values (the twin's weights are "
+              f"random: trained maps may compress otherwise); its extraction (one cold run) {twin_seconds:.2f} s")
     for signal in args.signals:
         named = f" ({signal})" if len(args.signals) > 1 else ""
         for n in dict.fromkeys(n for n in (100, 300, n_examples) if n <= n_examples):

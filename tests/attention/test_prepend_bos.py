@@ -94,3 +94,19 @@ def test_a_tokenizer_without_a_bos_token_is_refused_naming_the_key(tiny_bert):
     with pytest.raises(AtlasError, match=r"config key 'models.tiny.prepend_bos': its tokenizer has no BOS token"):
         bos_edit(tokenizer, True, "tiny")
     assert bos_edit(tokenizer, False, "tiny") is None
+
+
+def test_drop_takes_away_the_bos_before_each_text_of_a_pair(gpt2_style):
+    from tokenizers.processors import TemplateProcessing
+
+    from workflow_scripts.attention.tokens import _edit_bos
+
+    bos = gpt2_style.bos_token_id  # as Llama's tokenizer builds a pair: <s> A <s> B
+    gpt2_style.backend_tokenizer.post_processor = TemplateProcessing(
+        single="</s> $A", pair="</s> $A </s> $B:1", special_tokens=[("</s>", bos)])
+    encoding = gpt2_style("the dog", "a cat", return_offsets_mapping=True, return_special_tokens_mask=True,
+                          return_token_type_ids=True)
+    assert encoding["input_ids"].count(bos) == 2
+    fields = _edit_bos(encoding, "drop", bos)
+    assert bos not in fields["input_ids"] and not any(fields["special"])
+    assert fields["sequence"] == [0, 0, 1, 1] and len(fields["offsets"]) == 4

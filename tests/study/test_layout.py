@@ -29,7 +29,7 @@ def test_the_snakefile_includes_the_study_model_then_every_stage_in_order():
 
 def _rules(stage: str) -> list[str]:
     text = (REPO / "rules" / f"{stage}.smk").read_text()
-    return re.findall(r"^(?:rule|use rule \w+ as) (\w+)", text, re.M)
+    return re.findall(r"^\s*(?:rule|use rule \w+ as) (\w+)", text, re.M)
 
 
 def _entry_points(stage: str) -> set[str]:

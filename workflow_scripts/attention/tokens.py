@@ -91,8 +91,9 @@ def bos_edit(tokenizer: Any, prepend_bos: bool | None, model: str = "the model")
     return "drop" if not prepend_bos and adds_bos else None
 
 
-def _edit_first_token(encoding: Any, edit: str | None, bos: int | None) -> dict[str, list]:
-    """The encoding's per-token lists, with a BOS put first ('prepend') or the first token taken away ('drop')."""
+def _edit_bos(encoding: Any, edit: str | None, bos: int | None) -> dict[str, list]:
+    """The encoding's per-token lists, with a BOS put first ('prepend') or every BOS the tokenizer added taken away
+    ('drop': Llama's tokenizer puts one before each text of a pair)."""
     fields = {"input_ids": list(encoding["input_ids"]), "special": list(encoding["special_tokens_mask"]),
               "sequence": list(encoding.sequence_ids()), "offsets": [tuple(o) for o in encoding["offset_mapping"]],
               "token_types": list(encoding.get("token_type_ids") or [0] * len(encoding["input_ids"]))}
@@ -100,8 +101,10 @@ def _edit_first_token(encoding: Any, edit: str | None, bos: int | None) -> dict[
         for name, value in (("input_ids", bos), ("special", 1), ("sequence", None), ("offsets", (0, 0)),
                             ("token_types", 0)):
             fields[name].insert(0, value)
-    elif edit == "drop" and fields["input_ids"][:1] == [bos] and fields["special"][:1] == [1]:
-        fields = {name: values[1:] for name, values in fields.items()}
+    elif edit == "drop":
+        kept = [i for i, (token, special) in enumerate(zip(fields["input_ids"], fields["special"], strict=True))
+                if not (special and token == bos)]
+        fields = {name: [values[i] for i in kept] for name, values in fields.items()}
     return fields
 
 
@@ -128,10 +131,11 @@ def build_token_table(tokenizer: Any, data_path: str | Path, annotation_path: st
     room = {"prepend": -1, "drop": 1}.get(edit, 0)  # the tokenizer's budget, so that the edited input fits max_length
     for example in inputs:
         encoding, full_length = encode_example(tokenizer, example.text_a, example.text_b, max_length + room)
-        fields = _edit_first_token(encoding, edit, tokenizer.bos_token_id)
+        fields = _edit_bos(encoding, edit, tokenizer.bos_token_id)
         input_ids = fields["input_ids"]
         n = len(input_ids)
-        if full_length - room > n:
+        # the whole input's length as edited: one BOS more, or every BOS fewer (the untruncated input has as many)
+        if full_length + len(input_ids) - len(encoding["input_ids"]) > n:
             truncated.append(example.example_id)
         special = np.asarray(fields["special"], dtype=bool)
         segment = np.array([-1 if (s is None or sp) else s for s, sp in zip(fields["sequence"], special)],

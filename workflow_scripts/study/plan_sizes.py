@@ -180,7 +180,9 @@ def token_table_t2(study: Study, model: str, corpus: str, split: str, *, causal:
 
     meta = read_metadata(path)
     wanted = {"max_length": study.config["models"][model]["max_length"],
-              "max_examples": study.config["attention"]["max_examples"].get(corpus)}
+              "max_examples": study.config["attention"]["max_examples"].get(corpus),
+              # tables made before the key say nothing of it: null, as they were made
+              "prepend_bos": study.config["models"][model].get("prepend_bos")}
     if corpus in study.treebank_corpora:
         wanted["input_protocol"] = study.config["attention"]["input_protocol"]
     if any(meta.get(key) != value for key, value in wanted.items()):
