@@ -1,6 +1,7 @@
 """Tiny GPT-NeoX (Pythia's family) and Llama (grouped-query attention) models through the real DAG, beside the
 tiny GPT-2 of test_decoder_study.py: their dumps (both signals), the head diagnostics, [C]'s dependency heads in
-the causal directions, fine-tuning with last-token pooling and per-head disabling. Run to those tables only (the
+the causal directions, fine-tuning with last-token pooling, the fine-tuning effects ([K]'s change and pattern
+classes, [L]'s lexical categories) and per-head disabling. Run to those tables only (the
 whole tiny study is run on the GPT-2), so that the three families cost one study's time. Llama's token tables are
 made with prepend_bos false (rules/attention.smk's bos_ rules)."""
 
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.e2e
 # llama: two query heads share each value head
 FAMILIES = {"neox": ("gpt_neox", {}), "llama": ("llama", {"num_key_value_heads": 2})}
 TABLES = ("attention_dumps", "head_diagnostics", "sink_rates", "dependency_best", "finetune_metrics",
-          "head_disabling")
+          "head_disabling", "finetune_change", "pattern_classes", "lexical_change")
 
 
 def save_decoder(folder, model_type: str, tokenizer_dir, extra: dict):
@@ -92,3 +93,17 @@ def test_neox_and_llama_are_fine_tuned_and_each_head_disabled(built):
     disabling = pd.read_csv(built / "head_disabling.csv")
     assert disabling.groupby("model").size().to_dict() == {"llama": 8, "neox": 8}
     assert disabling["score"].notna().all()
+
+
+def test_neox_and_llama_have_the_fine_tuning_effects(built):
+    change = pd.read_csv(built / "finetune_change.csv")
+    finetuned = change[change["kind"] == "finetuned"]
+    # one cosine per head, for both signals
+    assert finetuned.groupby("model").size().to_dict() == {"llama": 8, "llama@norm": 8, "neox": 8, "neox@norm": 8}
+    assert finetuned["cosine"].between(-1, 1).all()
+    classes = pd.read_csv(built / "pattern_classes.csv")
+    assert {"neox", "llama"} <= set(classes["model"])
+    for model, part in classes[classes["classifier"] == "rule"].groupby(["model", "checkpoint"]):
+        assert part["share"].sum() == pytest.approx(1.0, abs=1e-6), model  # every map in one class
+    lexical = pd.read_csv(built / "lexical_change.csv")
+    assert {"neox", "llama"} <= set(lexical["model"]) and lexical["difference"].notna().all()
