@@ -100,7 +100,7 @@ def test_neox_and_llama_have_the_fine_tuning_effects(built):
     finetuned = change[change["kind"] == "finetuned"]
     # one cosine per head, for both signals
     assert finetuned.groupby("model").size().to_dict() == {"llama": 8, "llama@norm": 8, "neox": 8, "neox@norm": 8}
-    assert finetuned["cosine"].between(-1, 1).all()
+    assert finetuned["cosine"].between(-1 - 1e-6, 1 + 1e-6).all()  # float32: a head barely changed is 1 +- 1e-7
     classes = pd.read_csv(built / "pattern_classes.csv")
     assert {"neox", "llama"} <= set(classes["model"])
     for model, part in classes[classes["classifier"] == "rule"].groupby(["model", "checkpoint"]):
