@@ -11,11 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 from transformers import AutoTokenizer
 
-from workflow_scripts.attention.annotate import gold_annotation
+from support.conllu import gold_treebank
 from workflow_scripts.attention.texts import TEXT, WORDS, joined_words, model_inputs
 from workflow_scripts.attention.tokens import build_token_table
-from workflow_scripts.core.io import read_metadata, write_table
-from workflow_scripts.data.ud import parse_conllu, treebank_table
+from workflow_scripts.core.io import read_metadata
 
 CONLLU = """# sent_id = s1
 # text = I don't walk, its dog won't go. It's big.
@@ -56,13 +55,7 @@ UNDER_TEXT = [("[CLS]", -1), ("i", 0), ("do", 1), ("##n", 2), ("'", 2), ("t", 2)
 
 @pytest.fixture()
 def treebank(tmp_path):
-    source = tmp_path / "s.conllu"
-    source.write_text(CONLLU)
-    data = tmp_path / "data.parquet"
-    write_table(treebank_table(parse_conllu(source)), data)
-    annotation = tmp_path / "annotation.parquet"
-    write_table(gold_annotation(data), annotation)
-    return data, annotation
+    return gold_treebank(tmp_path, CONLLU)
 
 
 def test_words_are_joined_by_single_spaces_with_their_spans():

@@ -7,12 +7,10 @@ from __future__ import annotations
 import pytest
 from transformers import AutoTokenizer, GPT2TokenizerFast
 
-from workflow_scripts.attention.annotate import gold_annotation
+from support.conllu import gold_treebank
 from workflow_scripts.attention.texts import WORDS
 from workflow_scripts.attention.tokens import bos_edit, build_token_table
 from workflow_scripts.core.errors import AtlasError
-from workflow_scripts.core.io import write_table
-from workflow_scripts.data.ud import parse_conllu, treebank_table
 
 CONLLU = """# sent_id = s1
 # text = the dog saw a cat
@@ -27,13 +25,7 @@ CONLLU = """# sent_id = s1
 
 @pytest.fixture()
 def treebank(tmp_path):
-    source = tmp_path / "s.conllu"
-    source.write_text(CONLLU)
-    data = tmp_path / "data.parquet"
-    write_table(treebank_table(parse_conllu(source)), data)
-    annotation = tmp_path / "annotation.parquet"
-    write_table(gold_annotation(data), annotation)
-    return data, annotation
+    return gold_treebank(tmp_path, CONLLU)
 
 
 @pytest.fixture()

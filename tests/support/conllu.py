@@ -72,3 +72,18 @@ GUM_LINES = [
     tok(2, "works", "work", "VERB", "VBZ", 0, "root", "SpaceAfter=No"),
     tok(3, ".", ".", "PUNCT", ".", 2, "punct"),
 ]
+
+
+def gold_treebank(folder: Path, conllu: str) -> tuple[Path, Path]:
+    """The data table and gold annotation table of a CoNLL-U text, written in ``folder``: (data, annotation)."""
+    from workflow_scripts.attention.annotate import gold_annotation
+    from workflow_scripts.core.io import write_table
+    from workflow_scripts.data.ud import parse_conllu, treebank_table
+
+    source = folder / "s.conllu"
+    source.write_text(conllu)
+    data = folder / "data.parquet"
+    write_table(treebank_table(parse_conllu(source)), data)
+    annotation = folder / "annotation.parquet"
+    write_table(gold_annotation(data), annotation)
+    return data, annotation

@@ -78,16 +78,20 @@ def _sink_rows(rates: pd.DataFrame, points: list[tuple]) -> list[dict]:
     return rows
 
 
+def _best_per_layer(heads: pd.DataFrame, column: str) -> list[tuple[int, pd.Series]]:
+    """Each layer's row of the highest ``column`` (the first on a tie); rows without a value (an empty selection
+    split) are left out, and a layer with none has no row."""
+    heads = heads.dropna(subset=[column])
+    return [(int(layer), part.loc[part[column].astype(float).idxmax()])
+            for layer, part in heads.groupby("layer", sort=True)]
+
+
 def _induction_rows(diagnostics: pd.DataFrame, points: list[tuple]) -> list[dict]:
     rows = []
     for point in points:
         part = _pretrained(diagnostics, point[1])
         part = part[part["input"].astype(str) == INDUCTION_INPUT]
-        for layer, heads in part.groupby("layer", sort=True):
-            heads = heads.dropna(subset=["induction"])
-            if not len(heads):
-                continue
-            best = heads.loc[heads["induction"].astype(float).idxmax()]
+        for layer, best in _best_per_layer(part, "induction"):
             rows.append({**_base(point), "measure": "induction", "layer": int(layer),
                          "value": float(best["induction"]), "head": int(best["head"]), "input": INDUCTION_INPUT})
     return rows
@@ -104,11 +108,7 @@ def _dependency_rows(heads: pd.DataFrame, points: list[tuple], treebank: str, se
         directions = set(part["direction"].astype(str))
         direction = CAUSAL_UNION if CAUSAL_UNION in directions else DEP_TO_HEAD
         part = part[part["direction"].astype(str) == direction]
-        for layer, layer_heads in part.groupby("layer", sort=True):
-            layer_heads = layer_heads.dropna(subset=["select_accuracy"])  # an empty selection split scores nothing
-            if not len(layer_heads):
-                continue
-            best = layer_heads.loc[layer_heads["select_accuracy"].astype(float).idxmax()]
+        for layer, best in _best_per_layer(part, "select_accuracy"):
             rows.append({**_base(point), "measure": "dependency_accuracy", "layer": int(layer),
                          "value": float(best["accuracy"]), "head": int(best["head"]), "direction": direction})
     return rows
