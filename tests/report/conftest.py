@@ -117,6 +117,31 @@ def _surface(folder: Path) -> Path:
     return _csv(folder / "surface_heads.csv", rows)
 
 
+# The head diagnostics of "tiny" (layer, head) -> score: previous_token on natural text, induction on repeated random
+# tokens (the random-init control: 0.2 everywhere); sink rates (whole model) per input, pretrained and control.
+PREVIOUS_TOKEN = {(0, 0): 0.1, (0, 1): 0.5, (1, 0): 0.9, (1, 1): 0.1}
+INDUCTION = {(0, 0): 0.05, (0, 1): 0.1, (1, 0): 0.3, (1, 1): 0.8}
+SINK_RATES = {("pretrained", "natural"): 62.5, ("pretrained", "random"): 50.0, ("pretrained", "one_token"): 0.0,
+              ("random", "natural"): 12.5, ("random", "random"): 0.0, ("random", "one_token"): 0.0}
+
+
+def _diagnostics(folder: Path) -> dict[str, Path]:
+    rows = []
+    for checkpoint in ("pretrained", "random"):
+        for kind, scores, column in (("natural", PREVIOUS_TOKEN, "previous_token"),
+                                     ("random_repeated", INDUCTION, "induction")):
+            for (layer, head), score in scores.items():
+                row = {"model": MODEL, "checkpoint": checkpoint, "input": kind, "layer": layer, "head": head,
+                       "previous_token": 0.0, "induction": 0.0, "n_sequences": 8}
+                row[column] = score if checkpoint == "pretrained" else 0.2
+                rows.append(row)
+    rates = [{"model": MODEL, "checkpoint": checkpoint, "input": kind, "layer": "all", "heads": 4, "sink_rate": rate,
+              "sink_rate_mean_alpha": rate / 2, "threshold": 0.3, "n_sequences": 8}
+             for (checkpoint, kind), rate in SINK_RATES.items()]
+    return {"head_diagnostics": _csv(folder / "head_diagnostics.csv", rows),
+            "sink_rates": _csv(folder / "sink_rates.csv", rates)}
+
+
 def _finetuning(folder: Path) -> dict[str, Path]:
     classes = []
     for checkpoint, task, share in (("pretrained", "mrpc", 0.30), ("mrpc.seed1.final", "mrpc", 0.45),
@@ -173,7 +198,8 @@ def study(tmp_path, syntax_tables) -> dict[str, Path]:
     """Every table the report reads (table name -> path), for model "tiny"."""
     folder = tmp_path / "tables"
     tables = {"models": _csv(folder / "models.csv", [{"name": MODEL, "num_layers": 2, "num_heads": 2}]),
-              **syntax_tables("words"), "surface_heads": _surface(folder), **_finetuning(folder)}
+              **syntax_tables("words"), "surface_heads": _surface(folder), **_finetuning(folder),
+              **_diagnostics(folder)}
     assert set(tables) == set(report_tables())
     return tables
 

@@ -142,8 +142,8 @@ def test_a_model_without_rows_and_an_unknown_analysis_are_reported_not_invented(
     assert set(_rows(frame, "rollout")["status"]) == {NOT_COMPUTED}
     # The reason names the analyses the stages answer, in stage order.
     assert _rows(frame, "rollout")["reason"].iloc[0] == (
-        "no study analysis answers paper analysis 'attention_flow' (known: surface, dependency_best, coreference, "
-        "probes, pattern_classifier, pattern_classes, lexical)")
+        "no study analysis answers paper analysis 'attention_flow' (known: surface, sink rate, head roles, "
+        "dependency_best, coreference, probes, pattern_classifier, pattern_classes, lexical)")
 
 
 def test_paper_values_are_checked(tmp_path):
@@ -271,11 +271,13 @@ def test_the_published_numbers_are_split_by_stage_and_ordered_by_paper_then_sour
     # One file per stage that declares published numbers, in stage order.
     assert [(path.parent, path.name) for path in PAPER_VALUES] == [
         (REPO / "report" / "paper_values", name) for name in ("surface.csv", "syntax.csv", "finetune_effects.csv")]
-    # Whatever the file order, the rows come out by paper (C, K, L), then by the natural order of the source,
+    # Whatever the file order, the rows come out by paper (C, K, L, G, W), then by the natural order of the source,
     # where 'Table' sorts before 'section' (capitals first); rows with one source keep their file order.
     expected = ([("C", "Clark et al. 2019, Table 1")] * 15 + [("C", "Clark et al. 2019, Table 2")] * 6
                 + [("C", "Clark et al. 2019, Table 3")] * 5 + [("C", "Clark et al. 2019, section 3")] * 3
-                + [("K", "Kovaleva et al. 2019, section 4.1")] * 2 + [("L", "Jang et al. 2024")] * 3)
+                + [("K", "Kovaleva et al. 2019, section 4.1")] * 2 + [("L", "Jang et al. 2024")] * 3
+                + [("G", "Gu et al. 2025, Table 1 (Left), p. 5")] * 12
+                + [("G", "Gu et al. 2025, Table 1 (Right), p. 5")] * 5 + [("W", "Wang et al. 2023, section 3")] * 3)
     for files in (PAPER_VALUES, PAPER_VALUES[::-1]):
         items = read_paper_items(files)
         assert [(i.paper, i.source) for i in items] == expected
@@ -292,3 +294,59 @@ def test_the_published_numbers_are_split_by_stage_and_ordered_by_paper_then_sour
                       'C,probes,two-b,1,UAS,,"Clark, Table 2"\n')
     assert [i.item for i in read_paper_items([first, second])] == ["two", "two-b", "ten", "k", "x"]
     assert [i.item for i in read_paper_items(first)] == ["ten", "x"]  # one path is a list of one
+
+
+def test_a_number_of_one_model_is_compared_with_that_model_only(study, context, tmp_path):
+    # "tiny" is a prefetched hub model (a folder named as its hub id ends); "other" is another hub model.
+    study = {**study, "models": tmp_path / "models.csv"}
+    pd.DataFrame([{"name": MODEL, "location": "/data/models/tiny", "num_layers": 2, "num_heads": 2},
+                  {"name": "other", "location": "org/other-model", "num_layers": 2, "num_heads": 2}]
+                 ).to_csv(study["models"], index=False)
+    values = tmp_path / "paper_values.csv"
+    values.write_text("paper,analysis,item,value,unit,note,source,model\n"
+                      'G,sink rate,"Tiny sink rate, natural text",60.00,%,,"Gu, Table 1",tiny-hub/tiny\n'
+                      'G,sink rate,"Tiny sink rate, repeated token",0.00,%,,"Gu, Table 1",tiny-hub/tiny\n'
+                      'W,head roles,previous-token heads,"1.0, 0.0",heads,,W,Tiny-Hub/Tiny\n'
+                      'W,head roles,induction heads,"1.1, 0.1",heads,,W,tiny-hub/tiny\n'
+                      'W,head roles,duplicate-token heads,"3.0",heads,,W,big-org/absent big-org/absent-2\n'
+                      "C,dependency_best,det,94.3,accuracy %,,x,\n")
+    frame = paper_comparison([values], study, tmp_path / "c.csv", context=replace(context, models=(MODEL, "other")))
+    # Items without a model compare with every model; those of one model with it alone.
+    assert set(_rows(frame, "det")["model"]) == {MODEL, "other"}
+    assert set(frame.loc[frame["paper"].isin(["G", "W"]), "model"]) == {MODEL, ""}
+
+    # Sink rate: sink_rates.csv's whole-model row of the input, as a percentage, per checkpoint but the control.
+    natural = _one(frame, "Tiny sink rate, natural text")
+    assert (natural["study_value"], natural["difference"], natural["checkpoint"]) == (62.5, 2.5, "pretrained")
+    assert "heads whose mean alpha_1 exceeds it: 31.25%" in natural["study_detail"]
+    assert "random-init control: 12.50%" in natural["study_detail"]
+    assert _one(frame, "Tiny sink rate, repeated token")["study_value"] == 0.0
+
+    # Head roles: the study's top heads by the role's score, as many as the paper names, in its notation;
+    # the paper's heads ranked (ties by layer, then head).
+    previous = _one(frame, "previous-token heads")
+    assert previous["study_value"] == "1.0, 0.1" and previous["difference"] == ""
+    assert "1.0: 0.900, rank 1 of 4; 0.0: 0.100, rank 3 of 4" in previous["study_detail"]
+    assert "found: 1 of 2" in previous["study_detail"]
+    assert "random-init control: best head 0.0 0.200" in previous["study_detail"]
+    induction = _one(frame, "induction heads")
+    assert induction["study_value"] == "1.1, 1.0" and "found: 1 of 2" in induction["study_detail"]
+    assert "0.1: 0.100, rank 3 of 4" in induction["study_detail"]
+
+    # A model the study does not have: one row that says what to add.
+    absent = _one(frame, "duplicate-token heads")
+    assert absent["model"] == "" and absent["status"] == NOT_COMPUTED
+    assert absent["reason"] == ("the study has no big-org/absent or big-org/absent-2: add it to the config "
+                                "(models: NAME: {hub: big-org/absent}, study.models) to compare")
+
+
+def test_the_published_sink_rates_and_heads_name_their_models():
+    items = [item for item in read_paper_items(PAPER_VALUES) if item.paper in ("G", "W")]
+    assert all(item.hub_ids and item.source for item in items)
+    natural = {item.item: item.number for item in items if item.item.endswith("natural text")}
+    assert natural["GPT2-XL sink rate, natural text"] == 77.0
+    assert natural["LLaMA2-7B Base sink rate, natural text"] == 92.47
+    assert natural["LLaMA3-8B Base sink rate, natural text"] == 99.02
+    roles = {item.item: item.value for item in items if item.paper == "W"}
+    assert roles["previous-token heads"] == "2.2, 4.11" and roles["induction heads"] == "5.5, 6.9"
+    assert {item.hub_ids for item in items if item.paper == "W"} == {("openai-community/gpt2",)}

@@ -94,7 +94,8 @@ def fake_stage(stages_root, tmp_path) -> dict[str, Path]:
 
 def test_a_stage_declares_its_tables_and_files_in_its_own_report_module(fake_stage, tmp_path):
     stages = (*STAGES, FAKE)
-    assert report_tables() == ["models", "finetune_metrics", "surface_heads", "dependency_best", "coref_best",
+    assert report_tables() == ["models", "finetune_metrics", "surface_heads", "head_diagnostics", "sink_rates",
+                               "dependency_best", "coref_best",
                                "probes", "pattern_classes", "pattern_classifier", "lexical_top_layers",
                                "lexical_last_layer"]
     assert report_tables(stages) == [*report_tables(), "fake_counts"]

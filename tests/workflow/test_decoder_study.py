@@ -48,6 +48,38 @@ def test_a_tiny_decoder_goes_through_every_stage(built):
     assert (results / "explorer" / "tiny.html").stat().st_size > 0
 
 
+def test_the_decoder_numbers_of_the_papers_meet_the_study_tables(built, tiny_gpt2, tmp_path):
+    from workflow_scripts.report.comparison import paper_comparison
+    from workflow_scripts.report.items import StudyContext
+
+    tables = built / "results" / "tables"
+    # The study has none of the models Gu et al. and Wang et al. measured: one row each, saying which to add.
+    rows = pd.read_csv(tables / "paper_comparison.csv", keep_default_na=False)
+    papers = rows[rows["paper"].isin(["G", "W"])]
+    assert len(papers) == 20 and set(papers["model"]) == {""} and set(papers["status"]) == {"not computed"}
+    assert papers["reason"].str.contains("add it to the config").all()
+    # The same numbers, said to be of this model (its folder's name): compared on the tables the DAG wrote.
+    values = tmp_path / "values.csv"
+    values.write_text("paper,analysis,item,value,unit,note,source,model\n"
+                      f'G,sink rate,"tiny sink rate, random tokens",50,%,,G,x/{tiny_gpt2.name}\n'
+                      f'W,head roles,induction heads,"1.3, 5.5",heads,,W,x/{tiny_gpt2.name}\n')
+    names = ("models", "head_diagnostics", "sink_rates")
+    frame = paper_comparison(values, {name: tables / f"{name}.csv" for name in names}, tmp_path / "c.csv",
+                             context=StudyContext(models=("tiny",), select_split="train", score_split="dev",
+                                                  glove=False, resamples=10, input_protocol="words"))
+    assert set(frame["model"]) == {"tiny"} and set(frame["status"]) == {"compared"}
+    rates = pd.read_csv(tables / "sink_rates.csv")
+    rate = rates[(rates["checkpoint"] == "pretrained") & (rates["input"] == "random") & (rates["layer"] == "all")]
+    sink = frame[frame["analysis"] == "sink rate"].iloc[0]
+    assert sink["study_value"] == round(float(rate["sink_rate"].iloc[0]), 2)
+    diagnostics = pd.read_csv(tables / "head_diagnostics.csv")
+    induction = diagnostics[(diagnostics["checkpoint"] == "pretrained") & (diagnostics["input"] == "random_repeated")]
+    top = induction.sort_values(["induction", "layer", "head"], ascending=[False, True, True]).head(2)
+    heads = frame[frame["analysis"] == "head roles"].iloc[0]
+    assert heads["study_value"] == ", ".join(f"{r.layer}.{r.head}" for r in top.itertuples())
+    assert "5.5: not in this model" in heads["study_detail"]
+
+
 def test_a_second_run_does_nothing(built):
     result = snakemake(built, "--dry-run")
     assert result.returncode == 0, result.stderr[-3000:]

@@ -31,6 +31,7 @@ import pandas as pd
 
 from ..core.io import write_csv
 from ..core.stages import STAGES
+from ..core.subjects import base_model
 from .formatting import finite, missing_row
 from .items import PaperItem, StudyContext, StudyTables
 from .paper_values import read_paper_items
@@ -48,23 +49,50 @@ def compare_with_papers(items: Sequence[PaperItem], tables: StudyTables, context
     """One row per (model, checkpoint/task where relevant, paper item), answered by the stages' comparisons."""
     known = comparisons(stages)
     rows = []
-    for model in context.models:
-        for item in items:
+    pairs = [(model, item) for model in context.models for item in items
+             if not item.hub_ids or measured_model(item, model, tables)]
+    # A number of one model the study does not have: one row that says which model to add.
+    pairs += [("", item) for item in items
+              if item.hub_ids and not any(measured_model(item, model, tables) for model in context.models)]
+    for model, item in pairs:
+        if not model:
+            results = [missing_row(f"the study has no {' or '.join(item.hub_ids)}: add it to the config "
+                                   f"(models: NAME: {{hub: {item.hub_ids[0]}}}, study.models) to compare")]
+        else:
             comparison = known.get(item.analysis)
             results = (comparison.compare(item, model, tables, context) if comparison else
                        [missing_row(f"no study analysis answers paper analysis {item.analysis!r} "
                                     f"(known: {', '.join(known)})")])
-            for result in results:
-                differences = {}
-                for value, column in (("study_value", "difference"), ("same_split_value", "same_split_difference")):
-                    study = result.get(value, "")
-                    differences[column] = (round(float(study) - item.number, 4) if item.number is not None
-                                           and not isinstance(study, str) and finite(study) else "")
-                row = {"paper": item.paper, "analysis": item.analysis, "item": item.item, "paper_value": item.value,
-                       "unit": item.unit, "model": model, **result, **differences, "paper_note": item.note,
-                       "source": item.source}
-                rows.append({column: row.get(column, "") for column in COLUMNS})
+        for result in results:
+            differences = {}
+            for value, column in (("study_value", "difference"), ("same_split_value", "same_split_difference")):
+                study = result.get(value, "")
+                differences[column] = (round(float(study) - item.number, 4) if item.number is not None
+                                       and not isinstance(study, str) and finite(study) else "")
+            row = {"paper": item.paper, "analysis": item.analysis, "item": item.item, "paper_value": item.value,
+                   "unit": item.unit, "model": model, **result, **differences, "paper_note": item.note,
+                   "source": item.source}
+            rows.append({column: row.get(column, "") for column in COLUMNS})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def measured_model(item: PaperItem, model: str, tables: StudyTables) -> bool:
+    """Whether study ``model`` is the model ``item`` was measured on: a hub model whose id (``models.csv``
+    location) is one of the item's, or a local model in a folder named as one of them ends (a prefetched hub
+    model: ``models/gpt2``). Without model cards, the model's name is compared with those endings."""
+    ids = {hub.lower() for hub in item.hub_ids}
+    endings = {hub.rsplit("/", 1)[-1] for hub in ids}
+    cards = tables.get("models")
+    name = base_model(model).lower()
+    if cards is None or not {"name", "location"} <= set(cards.columns):
+        return name in endings
+    card = cards[cards["name"].astype(str).str.lower() == name]
+    if card.empty:
+        return False
+    location = str(card["location"].iloc[0]).rstrip("/")
+    if "source" in card.columns and str(card["source"].iloc[0]) == "hub":
+        return location.lower() in ids
+    return location.lower() in ids or Path(location).name.lower() in endings
 
 
 def paper_comparison(paper_values: str | Path | Iterable[str | Path], tables: Mapping[str, str | Path | None],

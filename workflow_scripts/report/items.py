@@ -88,7 +88,12 @@ def as_number(text: Any) -> float | None:
 
 @dataclass(frozen=True)
 class PaperItem:
-    """One published number: a row of a stage's ``report/paper_values/<stage>.csv``."""
+    """One published number: a row of a stage's ``report/paper_values/<stage>.csv``.
+
+    ``model``: the hub ids (space-separated) of the model the paper measured, for a number that belongs to
+    one model (Gu et al.'s GPT2-XL, Wang et al.'s GPT-2 small); empty for a number compared with every
+    model of the study ([C]'s BERT-base numbers).
+    """
 
     paper: str
     analysis: str
@@ -97,6 +102,11 @@ class PaperItem:
     unit: str
     note: str
     source: str
+    model: str = ""
+
+    @property
+    def hub_ids(self) -> tuple[str, ...]:
+        return tuple(self.model.split())
 
     @property
     def number(self) -> float | None:

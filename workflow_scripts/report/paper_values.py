@@ -1,9 +1,11 @@
 """The published numbers: one CSV per stage under ``report/paper_values/``, read, checked and ordered.
 
-Each row is one number of [C] Clark et al. 2019, [K] Kovaleva et al. 2019 or [L] Jang et al. 2024
-(columns ``paper,analysis,item,value,unit,note,source``). The comparison reads the files of the
-stages (``registry.paper_value_files``) and orders their rows by one rule, whatever the file order:
-by paper (C, K, L, as in :data:`PAPERS`), then by the natural order of ``source`` (numbers compared as
+Each row is one number of [C] Clark et al. 2019, [K] Kovaleva et al. 2019, [L] Jang et al. 2024,
+[G] Gu et al. 2025 or [W] Wang et al. 2023 (columns ``paper,analysis,item,value,unit,note,source``, and
+``model`` where a number belongs to one model: the hub ids of the model the paper measured, space-separated;
+the comparison then answers it for the study's models from those ids only). The comparison reads the files of
+the stages (``registry.paper_value_files``) and orders their rows by one rule, whatever the file order:
+by paper (C, K, L, G, W, as in :data:`PAPERS`), then by the natural order of ``source`` (numbers compared as
 numbers, text by code point, so "Clark et al. 2019, Table 1" < "Table 2" < "Table 3" < "section 3"),
 and rows with the same paper and source in file order (a stable sort).
 """
@@ -19,8 +21,10 @@ import pandas as pd
 from ..core.errors import InputFormatError
 from .items import PaperItem
 
-PAPERS = {"C": "Clark et al. 2019", "K": "Kovaleva et al. 2019", "L": "Jang et al. 2024"}
+PAPERS = {"C": "Clark et al. 2019", "K": "Kovaleva et al. 2019", "L": "Jang et al. 2024", "G": "Gu et al. 2025",
+          "W": "Wang et al. 2023"}
 PAPER_COLUMNS = ("paper", "analysis", "item", "value", "unit", "note", "source")
+OPTIONAL_COLUMNS = ("model",)
 
 
 def read_paper_values(path: str | Path) -> list[PaperItem]:
@@ -34,12 +38,13 @@ def read_paper_values(path: str | Path) -> list[PaperItem]:
     if missing:
         raise InputFormatError(path, None, f"columns {missing} are missing",
                                f"it needs {', '.join(PAPER_COLUMNS)}; see docs/report.md")
+    columns = [*PAPER_COLUMNS, *(c for c in OPTIONAL_COLUMNS if c in frame.columns)]
     items = []
-    for row, values in enumerate(frame[list(PAPER_COLUMNS)].itertuples(index=False), start=2):
+    for row, values in enumerate(frame[columns].itertuples(index=False), start=2):
         item = PaperItem(*(str(v).strip() for v in values))
         if item.paper not in PAPERS:
             raise InputFormatError(path, row, f"paper {item.paper!r} is not one of {', '.join(PAPERS)}",
-                                   "C = Clark et al. 2019, K = Kovaleva et al. 2019, L = Jang et al. 2024")
+                                   ", ".join(f"{key} = {name}" for key, name in PAPERS.items()))
         for name in ("analysis", "item", "value"):
             if not getattr(item, name):
                 raise InputFormatError(path, row, f"the {name} is empty", "every row needs analysis, item and value")
@@ -53,7 +58,7 @@ def natural_key(text: str) -> tuple[str | int, ...]:
 
 
 def item_order(item: PaperItem) -> tuple:
-    """The place of a published number in the comparison: paper (C, K, L), then the natural order of its source."""
+    """The place of a published number in the comparison: paper (C, K, L, G, W), then its source's natural order."""
     return list(PAPERS).index(item.paper), natural_key(item.source)
 
 

@@ -1,4 +1,5 @@
-"""The surface stage's share of the report: [C] section 3 beside ``surface_heads.csv``, and panel A.
+"""The surface stage's share of the report: [C] section 3 beside ``surface_heads.csv``, and panel A; the head
+diagnostics beside [G]'s sink rates and [W]'s named heads (``diagnostics_report.py``).
 
 Paper items (``report/paper_values/surface.csv``, analysis ``surface``): counts of heads over a
 threshold ("heads >50% on previous token"), and the mean attention of the heads of a layer range,
@@ -32,6 +33,7 @@ from ..report.items import (
     StudyTables,
     SummaryPanel,
 )
+from .diagnostics_report import compare_head_roles, compare_sink_rate
 
 SURFACE_THRESHOLD = re.compile(r"heads\s*>\s*(?P<pct>[\d.]+)\s*%\s*on\s+(?P<target>previous|next)\s+token",
                                re.IGNORECASE)
@@ -138,8 +140,9 @@ def draw_surface(ax: Any, model: str, tables: StudyTables, items: Sequence[Paper
 
 
 REPORT = StageReport(
-    tables=("surface_heads",),
-    comparisons=(PaperComparison("surface", compare_surface),),
+    tables=("surface_heads", "head_diagnostics", "sink_rates"),
+    comparisons=(PaperComparison("surface", compare_surface), PaperComparison("sink rate", compare_sink_rate),
+                 PaperComparison("head roles", compare_head_roles)),
     panels=(SummaryPanel("A", draw_surface, "wiki segments"),),
     paper_values="surface.csv",
 )

@@ -42,6 +42,9 @@ def plan(study: Study) -> None:
     reasons = {
         "surface_heads": f"the study dumps no {surface['corpus']}/{surface['split']} attention "
                          "(study.wiki, attention.corpora, surface.corpus)",
+        **{name: f"the study dumps no {surface['corpus']}/{surface['split']} attention weights, whose (model, "
+                 "checkpoint) pairs the head diagnostics run on (study.wiki, attention.corpora, attention.signals)"
+           for name in ("head_diagnostics", "sink_rates")},
         "dependency_best": no_syntax,
         "probes": no_syntax,
         "coref_best": f"the study scores no {syntax['coref_treebank']} {syntax['coref_split']} coreference "
