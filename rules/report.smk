@@ -1,5 +1,6 @@
 # Each rule runs the function registered as @entry_point("<rule name>") in workflow_scripts/entrypoints/report.py.
-# The report stage: the study beside the published numbers of [C], [K] and [L], and one summary page per model.
+# The report stage: the study beside the published numbers ([C], [K], [L]; [G], [W] for decoders), and one summary
+# page per model.
 # paper_comparison reads the published numbers each stage declares (report/paper_values/<stage>.csv) and every
 # study table the stages' report declarations name that this config produces; a table the config does not
 # produce is left out with the reason (STUDY.report_absent), so that its paper items say why they have no value.

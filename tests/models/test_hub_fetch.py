@@ -113,3 +113,24 @@ def test_a_changed_file_in_a_prefetch_folder_is_refused_and_fetched_again(hub_re
         hub.fetch_hub_model("org/tiny", None, local_dir=tmp_path / "tiny")
     hub.fetch_hub_model("org/tiny", None, local_dir=tmp_path / "tiny")
     assert weights.read_bytes() == hub_repo.commits[hub_repo.refs["main"]]["model.safetensors"].content
+
+
+def test_the_model_card_records_the_hub_id_of_a_hub_entry_and_of_a_prefetched_folder(tmp_path, tiny_bert):
+    import shutil
+
+    hub_card = describe_model("tiny", {"hub": str(tiny_bert)}, tmp_path / "hub.json", offline=True)
+    assert hub_card["hub_id"] == str(tiny_bert)
+    # The prefetch's folder MODELS/NAME, recorded in MODELS/PREFETCH.json as downloaded from the hub at a revision.
+    models = tmp_path / "models"
+    shutil.copytree(tiny_bert, models / "gpt2")
+    shutil.copytree(tiny_bert, models / "copied")
+    (models / hub.PREFETCH_RECORD).write_text(json.dumps({
+        "gpt2": {"source": "hub openai-community/gpt2 @ abc123", "files": {}},
+        "copied": {"source": str(tiny_bert), "files": {}}}))
+    card = describe_model("gpt2", {"path": str(models / "gpt2")}, tmp_path / "p.json", offline=True)
+    assert (card["source"], card["hub_id"]) == ("path", "openai-community/gpt2")
+    # A folder copied from a local one, a folder the prefetch did not write, a broken record: no hub id.
+    assert describe_model("c", {"path": str(models / "copied")}, tmp_path / "c.json", offline=True)["hub_id"] is None
+    assert describe_model("t", {"path": str(tiny_bert)}, tmp_path / "t.json", offline=True)["hub_id"] is None
+    (models / hub.PREFETCH_RECORD).write_text("{broken")
+    assert hub.prefetched_hub_id(models / "gpt2") is None

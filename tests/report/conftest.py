@@ -117,10 +117,12 @@ def _surface(folder: Path) -> Path:
     return _csv(folder / "surface_heads.csv", rows)
 
 
-# The head diagnostics of "tiny" (layer, head) -> score: previous_token on natural text, induction on repeated random
-# tokens (the random-init control: 0.2 everywhere); sink rates (whole model) per input, pretrained and control.
+# The head diagnostics of "tiny" (layer, head) -> score: previous_token on natural text, induction and duplicate on
+# repeated random tokens (the random-init control: 0.2 everywhere); sink rates per input, of the whole model (layer
+# "all") and, to be left out, of each layer (100%), pretrained and control.
 PREVIOUS_TOKEN = {(0, 0): 0.1, (0, 1): 0.5, (1, 0): 0.9, (1, 1): 0.1}
 INDUCTION = {(0, 0): 0.05, (0, 1): 0.1, (1, 0): 0.3, (1, 1): 0.8}
+DUPLICATE = {(0, 0): 0.6, (0, 1): 0.6, (1, 0): 0.2, (1, 1): 0.1}
 SINK_RATES = {("pretrained", "natural"): 62.5, ("pretrained", "random"): 50.0, ("pretrained", "one_token"): 0.0,
               ("random", "natural"): 12.5, ("random", "random"): 0.0, ("random", "one_token"): 0.0}
 
@@ -128,16 +130,19 @@ SINK_RATES = {("pretrained", "natural"): 62.5, ("pretrained", "random"): 50.0, (
 def _diagnostics(folder: Path) -> dict[str, Path]:
     rows = []
     for checkpoint in ("pretrained", "random"):
-        for kind, scores, column in (("natural", PREVIOUS_TOKEN, "previous_token"),
-                                     ("random_repeated", INDUCTION, "induction")):
-            for (layer, head), score in scores.items():
+        for kind, scores in (("natural", {"previous_token": PREVIOUS_TOKEN}),
+                             ("random_repeated", {"induction": INDUCTION, "duplicate": DUPLICATE})):
+            for layer, head in PREVIOUS_TOKEN:
                 row = {"model": MODEL, "checkpoint": checkpoint, "input": kind, "layer": layer, "head": head,
-                       "previous_token": 0.0, "induction": 0.0, "n_sequences": 8}
-                row[column] = score if checkpoint == "pretrained" else 0.2
+                       "previous_token": 0.0, "induction": 0.0, "duplicate": 0.0, "n_sequences": 8,
+                       "tokens_per_sequence": 65}
+                row.update({column: values[layer, head] if checkpoint == "pretrained" else 0.2
+                            for column, values in scores.items()})
                 rows.append(row)
-    rates = [{"model": MODEL, "checkpoint": checkpoint, "input": kind, "layer": "all", "heads": 4, "sink_rate": rate,
-              "sink_rate_mean_alpha": rate / 2, "threshold": 0.3, "n_sequences": 8}
-             for (checkpoint, kind), rate in SINK_RATES.items()]
+    rates = [{"model": MODEL, "checkpoint": checkpoint, "input": kind, "layer": layer, "heads": heads,
+              "sink_rate": rate if layer == "all" else 100.0, "sink_rate_mean_alpha": rate / 2, "threshold": 0.3,
+              "n_sequences": 8}
+             for (checkpoint, kind), rate in SINK_RATES.items() for layer, heads in ((0, 2), (1, 2), ("all", 4))]
     return {"head_diagnostics": _csv(folder / "head_diagnostics.csv", rows),
             "sink_rates": _csv(folder / "sink_rates.csv", rates)}
 

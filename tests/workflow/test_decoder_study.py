@@ -48,7 +48,7 @@ def test_a_tiny_decoder_goes_through_every_stage(built):
     assert (results / "explorer" / "tiny.html").stat().st_size > 0
 
 
-def test_the_decoder_numbers_of_the_papers_meet_the_study_tables(built, tiny_gpt2, tmp_path):
+def test_the_decoder_numbers_of_the_papers_meet_the_study_tables(built, tmp_path):
     from workflow_scripts.report.comparison import paper_comparison
     from workflow_scripts.report.items import StudyContext
 
@@ -58,15 +58,20 @@ def test_the_decoder_numbers_of_the_papers_meet_the_study_tables(built, tiny_gpt
     papers = rows[rows["paper"].isin(["G", "W"])]
     assert len(papers) == 20 and set(papers["model"]) == {""} and set(papers["status"]) == {"not computed"}
     assert papers["reason"].str.contains("add it to the config").all()
-    # The same numbers, said to be of this model (its folder's name): compared on the tables the DAG wrote.
+    cards = pd.read_csv(tables / "models.csv")
+    assert cards["hub_id"].isna().all()  # a local folder the prefetch did not write: no hub id
+    # The same kind of numbers, said to be of this model (its card given a hub id), on the tables the DAG wrote.
+    cards.assign(hub_id="x/tiny").to_csv(tmp_path / "models.csv", index=False)
     values = tmp_path / "values.csv"
     values.write_text("paper,analysis,item,value,unit,note,source,model\n"
-                      f'G,sink rate,"tiny sink rate, random tokens",50,%,,G,x/{tiny_gpt2.name}\n'
-                      f'W,head roles,induction heads,"1.3, 5.5",heads,,W,x/{tiny_gpt2.name}\n')
-    names = ("models", "head_diagnostics", "sink_rates")
-    frame = paper_comparison(values, {name: tables / f"{name}.csv" for name in names}, tmp_path / "c.csv",
-                             context=StudyContext(models=("tiny",), select_split="train", score_split="dev",
-                                                  glove=False, resamples=10, input_protocol="words"))
+                      'G,sink rate,"tiny sink rate, random tokens",50,%,,G,x/tiny\n'
+                      'W,head roles,induction heads,"1.3, 5.5",heads,,W,x/tiny\n')
+    paths = {"models": tmp_path / "models.csv", **{name: tables / f"{name}.csv"
+                                                   for name in ("head_diagnostics", "sink_rates")}}
+    frame = paper_comparison(values, paths, tmp_path / "c.csv",
+                             context=StudyContext(models=("tiny", "tiny@norm"), select_split="train",
+                                                  score_split="dev", glove=False, resamples=10,
+                                                  input_protocol="words"))
     assert set(frame["model"]) == {"tiny"} and set(frame["status"]) == {"compared"}
     rates = pd.read_csv(tables / "sink_rates.csv")
     rate = rates[(rates["checkpoint"] == "pretrained") & (rates["input"] == "random") & (rates["layer"] == "all")]
@@ -74,9 +79,9 @@ def test_the_decoder_numbers_of_the_papers_meet_the_study_tables(built, tiny_gpt
     assert sink["study_value"] == round(float(rate["sink_rate"].iloc[0]), 2)
     diagnostics = pd.read_csv(tables / "head_diagnostics.csv")
     induction = diagnostics[(diagnostics["checkpoint"] == "pretrained") & (diagnostics["input"] == "random_repeated")]
-    top = induction.sort_values(["induction", "layer", "head"], ascending=[False, True, True]).head(2)
+    best = induction.loc[induction["induction"].idxmax()]
     heads = frame[frame["analysis"] == "head roles"].iloc[0]
-    assert heads["study_value"] == ", ".join(f"{r.layer}.{r.head}" for r in top.itertuples())
+    assert heads["study_value"].split(", ")[0] == f"{best['layer']}.{best['head']}"
     assert "5.5: not in this model" in heads["study_detail"]
 
 

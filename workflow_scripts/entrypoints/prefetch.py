@@ -28,8 +28,8 @@ import yaml
 
 from ..core.errors import AtlasError
 from ..core.io import atomic_path
+from ..models.hub import PREFETCH_RECORD, read_model_record
 
-MODEL_MANIFEST = "PREFETCH.json"
 log = logging.getLogger("prefetch")
 
 
@@ -155,21 +155,6 @@ def offline_config(config: dict[str, Any], mirror: Path, models: Path) -> str:
     return header + yaml.safe_dump(snippet, sort_keys=False)
 
 
-def read_model_record(manifest: Path) -> dict[str, Any]:
-    """What the prefetch recorded about the models it wrote (``MODELS/PREFETCH.json``): name -> source, files."""
-    if not manifest.is_file():
-        return {}
-    try:
-        record = json.loads(manifest.read_text(encoding="utf-8"))
-        if not isinstance(record, dict) or not all(isinstance(r, dict) and isinstance(r.get("source"), str)
-                                                   and isinstance(r.get("files"), dict) for r in record.values()):
-            raise ValueError("each model's record needs its source and files")
-    except (OSError, ValueError) as exc:
-        raise AtlasError(f"{manifest}: not a readable prefetch record of models ({type(exc).__name__}: {exc})\n"
-                         "fix: restore it, or move it away: the models are then fetched again") from exc
-    return record
-
-
 def run(configfiles: list[str], overrides: list[str], mirror_dir: str, models_dir: str,
         write_config: str | None) -> int:
     from ..data.prefetch import Mirror
@@ -177,7 +162,7 @@ def run(configfiles: list[str], overrides: list[str], mirror_dir: str, models_di
     config = resolve_config(configfiles, overrides)
     mirror, models = Mirror.open(mirror_dir), Path(models_dir).resolve()
     models.mkdir(parents=True, exist_ok=True)
-    manifest = models / MODEL_MANIFEST
+    manifest = models / PREFETCH_RECORD
     record = read_model_record(manifest)  # before anything is fetched: a broken record stops the prefetch first
     results: list[tuple[str, str, str]] = []
 

@@ -138,6 +138,8 @@ def describe_model(name: str, entry: dict[str, Any], output: str | Path, *, offl
     """Load a model's config and tokenizer and write what later stages need to know about it."""
     from transformers import AutoConfig, AutoTokenizer
 
+    from .hub import prefetched_hub_id
+
     location = model_location(name, entry)
     revision = entry.get("revision")
     if entry.get("hub") and not offline:
@@ -164,6 +166,9 @@ def describe_model(name: str, entry: dict[str, Any], output: str | Path, *, offl
         "name": name,
         "source": next(k for k in ("hub", "path", "package") if entry.get(k)),
         "location": location,
+        # The hub id the weights come from, also for a folder the prefetch downloaded: the report compares a
+        # published number of one model (report/paper_values, column model) with this study's model of that id.
+        "hub_id": entry.get("hub") or (prefetched_hub_id(entry["path"]) if entry.get("path") else None),
         "revision": revision,
         "model_type": config.model_type,
         "num_layers": config.num_hidden_layers,

@@ -9,15 +9,19 @@ repository may also hold, which can be several times larger.
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import AtlasError, ChecksumMismatchError, SourceUnavailableError
 from ..data.fetch import GIT_BLOB, file_digests
 
 log = logging.getLogger(__name__)
 
+# What the prefetch wrote into a models folder (MODELS/PREFETCH.json): model name -> its source and files' sha256.
+PREFETCH_RECORD = "PREFETCH.json"
 # Config, tokenizer and vocabulary files (vocab.txt, merges.txt, spiece.model, tokenizer.json, *.index.json).
 _SMALL_SUFFIXES = (".json", ".txt", ".model")
 
@@ -124,3 +128,32 @@ def copy_model_folder(source: Path, destination: Path) -> Path:
     shutil.copytree(source, partial)
     partial.rename(destination)  # whole or not at all: an interrupted copy leaves only the .partial folder
     return destination
+
+
+def read_model_record(manifest: Path) -> dict[str, Any]:
+    """What the prefetch recorded about the models it wrote (``MODELS/PREFETCH.json``): name -> source, files."""
+    if not manifest.is_file():
+        return {}
+    try:
+        record = json.loads(manifest.read_text(encoding="utf-8"))
+        if not isinstance(record, dict) or not all(isinstance(r, dict) and isinstance(r.get("source"), str)
+                                                   and isinstance(r.get("files"), dict) for r in record.values()):
+            raise ValueError("each model's record needs its source and files")
+    except (OSError, ValueError) as exc:
+        raise AtlasError(f"{manifest}: not a readable prefetch record of models ({type(exc).__name__}: {exc})\n"
+                         "fix: restore it, or move it away: the models are then fetched again") from exc
+    return record
+
+
+def prefetched_hub_id(folder: str | Path) -> str | None:
+    """The hub id a prefetched model folder (``MODELS/NAME``) was downloaded from, as ``MODELS/PREFETCH.json``
+    records it ("hub ID" or "hub ID @ REVISION"); None for any other folder, or where the record is unreadable."""
+    folder = Path(folder)
+    try:
+        entry = read_model_record(folder.parent / PREFETCH_RECORD).get(folder.name, {})
+    except AtlasError:
+        return None
+    source = entry.get("source", "")
+    if not source.startswith("hub "):
+        return None  # copied from a local or package folder
+    return source.removeprefix("hub ").split(" @ ")[0].strip() or None

@@ -49,15 +49,18 @@ def compare_with_papers(items: Sequence[PaperItem], tables: StudyTables, context
     """One row per (model, checkpoint/task where relevant, paper item), answered by the stages' comparisons."""
     known = comparisons(stages)
     rows = []
+    # A number measured on one model (its ``model`` column: hub ids) is compared with the study's models from one of
+    # those ids, read through their attention weights (a subject MODEL@SIGNAL is another reading of the same model).
     pairs = [(model, item) for model in context.models for item in items
-             if not item.hub_ids or measured_model(item, model, tables)]
-    # A number of one model the study does not have: one row that says which model to add.
+             if not item.hub_ids or (model == base_model(model) and measured_model(item, model, tables))]
+    # A number of a model the study does not have: one row that says which model to add.
     pairs += [("", item) for item in items
               if item.hub_ids and not any(measured_model(item, model, tables) for model in context.models)]
     for model, item in pairs:
         if not model:
-            results = [missing_row(f"the study has no {' or '.join(item.hub_ids)}: add it to the config "
-                                   f"(models: NAME: {{hub: {item.hub_ids[0]}}}, study.models) to compare")]
+            results = [missing_row(f"no model of this study comes from {' or '.join(item.hub_ids)} (the hub_id "
+                                   f"column of models.csv); to compare, add it to the config: models: NAME: "
+                                   f"{{hub: {item.hub_ids[0]}}}, and NAME to study.models")]
         else:
             comparison = known.get(item.analysis)
             results = (comparison.compare(item, model, tables, context) if comparison else
@@ -77,22 +80,22 @@ def compare_with_papers(items: Sequence[PaperItem], tables: StudyTables, context
 
 
 def measured_model(item: PaperItem, model: str, tables: StudyTables) -> bool:
-    """Whether study ``model`` is the model ``item`` was measured on: a hub model whose id (``models.csv``
-    location) is one of the item's, or a local model in a folder named as one of them ends (a prefetched hub
-    model: ``models/gpt2``). Without model cards, the model's name is compared with those endings."""
-    ids = {hub.lower() for hub in item.hub_ids}
-    endings = {hub.rsplit("/", 1)[-1] for hub in ids}
+    """Whether study ``model`` comes from one of the hub ids of ``item``: its model card's ``hub_id`` (its hub
+    entry's id, or the id the prefetch downloaded its folder from) is one of them, letter case aside. Model
+    cards written before they had a ``hub_id`` give the location of a hub model instead."""
     cards = tables.get("models")
-    name = base_model(model).lower()
-    if cards is None or not {"name", "location"} <= set(cards.columns):
-        return name in endings
-    card = cards[cards["name"].astype(str).str.lower() == name]
+    if cards is None or "name" not in cards.columns:
+        return False
+    card = cards[cards["name"].astype(str) == base_model(model)]
     if card.empty:
         return False
-    location = str(card["location"].iloc[0]).rstrip("/")
-    if "source" in card.columns and str(card["source"].iloc[0]) == "hub":
-        return location.lower() in ids
-    return location.lower() in ids or Path(location).name.lower() in endings
+    if "hub_id" in card.columns:
+        hub_id = card["hub_id"].iloc[0]
+    elif "source" in card.columns and str(card["source"].iloc[0]) == "hub":
+        hub_id = card["location"].iloc[0]
+    else:
+        return False
+    return isinstance(hub_id, str) and hub_id.lower() in {hub.lower() for hub in item.hub_ids}
 
 
 def paper_comparison(paper_values: str | Path | Iterable[str | Path], tables: Mapping[str, str | Path | None],

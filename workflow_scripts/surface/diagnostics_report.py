@@ -39,6 +39,16 @@ def _control_text(rows: pd.DataFrame, measure: Any) -> str:
     return f"random-init control: {measure(control)}" if not control.empty else ""
 
 
+def _sequence_text(tables: StudyTables, model: str, kind: str) -> str:
+    """'N sequences of T tokens' of an input kind, from head_diagnostics.csv (T: special tokens included)."""
+    rows, _ = tables.model_rows("head_diagnostics", model)
+    if rows is None or "tokens_per_sequence" not in rows.columns:
+        return ""
+    rows = rows[rows["input"].astype(str) == kind]
+    return (f"{int(rows['n_sequences'].iloc[0])} sequences of {int(rows['tokens_per_sequence'].iloc[0])} tokens"
+            if not rows.empty else "")
+
+
 def compare_sink_rate(item: PaperItem, model: str, tables: StudyTables, ctx: StudyContext) -> list[dict[str, Any]]:
     """[G] Table 1: the percentage of (sequence, layer, head) triples whose first-token attention exceeds 0.3."""
     match = SINK_ITEM.search(item.item)
@@ -51,7 +61,9 @@ def compare_sink_rate(item: PaperItem, model: str, tables: StudyTables, ctx: Stu
         return [missing_row(why)]
     rows = rows[(rows["input"].astype(str) == kind) & (rows["layer"].astype(str) == "all")]
     if rows.empty:
-        return [missing_row(f"sink_rates.csv has no whole-model row of input {kind!r} for model {model}")]
+        return [missing_row(f"sink_rates.csv has no {kind} input for model {model}"
+                            + (": its texts are all shorter than 2 x surface.diagnostics.length tokens"
+                               if kind == "natural" else ""))]
 
     def rate(part: pd.DataFrame) -> str:
         return f"{float(part['sink_rate'].iloc[0]):.2f}%"
@@ -59,8 +71,9 @@ def compare_sink_rate(item: PaperItem, model: str, tables: StudyTables, ctx: Stu
     out = []
     for checkpoint in compared_checkpoints(rows):
         row = rows[rows["checkpoint"].astype(str) == checkpoint].iloc[0]
-        detail = join_text(f"input {kind}: {int(row['n_sequences'])} sequences, {int(row['heads'])} heads, "
-                           f"threshold {float(row['threshold']):g}",
+        detail = join_text(f"input {kind}: " + (_sequence_text(tables, model, kind)
+                                                or f"{int(row['n_sequences'])} sequences")
+                           + f", {int(row['heads'])} heads, threshold {float(row['threshold']):g}",
                            f"heads whose mean alpha_1 exceeds it: {float(row['sink_rate_mean_alpha']):.2f}%",
                            _control_text(rows, rate))
         out.append(found_row(item, round(float(row["sink_rate"]), 2), detail, checkpoint=checkpoint,
@@ -89,25 +102,30 @@ def compare_head_roles(item: PaperItem, model: str, tables: StudyTables, ctx: St
         return [missing_row(f"head_diagnostics.csv has no rows of input {kind!r} for model {model}")]
 
     def ranked(part: pd.DataFrame) -> pd.DataFrame:
-        return part.sort_values([column, "layer", "head"], ascending=[False, True, True]).reset_index(drop=True)
+        """Heads by score, best first (equal scores by layer, then head); ``rank``: 1 + the heads scoring more."""
+        part = part.sort_values([column, "layer", "head"], ascending=[False, True, True]).reset_index(drop=True)
+        return part.assign(rank=part[column].rank(method="min", ascending=False).astype(int))
 
     def best(part: pd.DataFrame) -> str:
         top = ranked(part).iloc[0]
-        return f"best head {int(top['layer'])}.{int(top['head'])} {float(top[column]):.3f}"
+        return f"best head {int(top['layer'])}.{int(top['head'])} (0-based), {float(top[column]):.3f}"
 
     out = []
     for checkpoint in compared_checkpoints(rows):
         order = ranked(rows[rows["checkpoint"].astype(str) == checkpoint])
         top = order.head(len(heads))
         value = ", ".join(f"{int(r.layer)}.{int(r.head)}" for r in top.itertuples())
-        named = []
+        named, found = [], 0
         for layer, head in heads:
-            found = order[(order["layer"] == layer) & (order["head"] == head)]
-            named.append(f"{layer}.{head}: not in this model" if found.empty else
-                         f"{layer}.{head}: {float(found[column].iloc[0]):.3f}, rank {int(found.index[0]) + 1} "
-                         f"of {len(order)}")
-        detail = join_text(f"the study's top {len(heads)} by {column} on {kind} (layer.head, 0-based as the paper)",
-                           "; ".join(named), f"found: {len(set(heads) & set(zip(top['layer'], top['head'])))} "
-                           f"of {len(heads)}", _control_text(rows, best))
+            match = order[(order["layer"] == layer) & (order["head"] == head)]
+            if match.empty:
+                named.append(f"{layer}.{head}: not in this model")
+                continue
+            rank = int(match["rank"].iloc[0])
+            found += rank <= len(heads)
+            named.append(f"{layer}.{head}: {float(match[column].iloc[0]):.3f}, rank {rank} of {len(order)}")
+        detail = join_text(f"the study's top {len(heads)} heads by {column} on input {kind} (layer.head, 0-based as "
+                           "the paper)", "; ".join(named), f"the paper's heads among them: {found} of {len(heads)} "
+                           "(a tie counts as the better rank)", _control_text(rows, best))
         out.append(found_row(item, value, detail, checkpoint=checkpoint))
     return out or [missing_row("head_diagnostics.csv has only the random-init control for this model")]
