@@ -349,8 +349,8 @@ def test_a_number_of_one_model_is_compared_with_that_model_only(study, context, 
     # A model the study does not have: one row that says what to add.
     absent = _one(frame, "previous-token heads (absent)")
     assert absent["model"] == "" and absent["status"] == NOT_COMPUTED
-    assert absent["reason"] == ("no model of this study comes from big-org/absent or big-org/absent-2 (the hub_id "
-                                "column of models.csv); to compare, add it to the config: models: NAME: "
+    assert absent["reason"] == ("no model of this study has hub id big-org/absent (or big-org/absent-2) "
+                                "(models.csv, column hub_id); to compare, add it to the config: models: NAME: "
                                 "{hub: big-org/absent}, and NAME to study.models")
 
 

@@ -58,9 +58,11 @@ def compare_with_papers(items: Sequence[PaperItem], tables: StudyTables, context
               if item.hub_ids and not any(measured_model(item, model, tables) for model in context.models)]
     for model, item in pairs:
         if not model:
-            results = [missing_row(f"no model of this study comes from {' or '.join(item.hub_ids)} (the hub_id "
-                                   f"column of models.csv); to compare, add it to the config: models: NAME: "
-                                   f"{{hub: {item.hub_ids[0]}}}, and NAME to study.models")]
+            first, *others = item.hub_ids
+            also = f" (or {', '.join(others)})" if others else ""
+            results = [missing_row(f"no model of this study has hub id {first}{also} (models.csv, column hub_id); "
+                                   f"to compare, add it to the config: models: NAME: {{hub: {first}}}, and NAME to "
+                                   "study.models")]
         else:
             comparison = known.get(item.analysis)
             results = (comparison.compare(item, model, tables, context) if comparison else
