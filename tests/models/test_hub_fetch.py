@@ -115,7 +115,7 @@ def test_a_changed_file_in_a_prefetch_folder_is_refused_and_fetched_again(hub_re
     assert weights.read_bytes() == hub_repo.commits[hub_repo.refs["main"]]["model.safetensors"].content
 
 
-def test_the_model_card_records_the_hub_id_of_a_hub_entry_and_of_a_prefetched_folder(tmp_path, tiny_bert):
+def test_the_model_card_records_the_hub_id_of_a_hub_entry_and_of_a_prefetched_folder(tmp_path, tiny_bert, caplog):
     import shutil
 
     hub_card = describe_model("tiny", {"hub": str(tiny_bert)}, tmp_path / "hub.json", offline=True)
@@ -134,3 +134,6 @@ def test_the_model_card_records_the_hub_id_of_a_hub_entry_and_of_a_prefetched_fo
     assert describe_model("t", {"path": str(tiny_bert)}, tmp_path / "t.json", offline=True)["hub_id"] is None
     (models / hub.PREFETCH_RECORD).write_text("{broken")
     assert hub.prefetched_hub_id(models / "gpt2") is None
+    # ... said once, naming the folder and the record that could not be read
+    assert f"model folder {models / 'gpt2'}: no hub id recorded" in caplog.text
+    assert f"{models / hub.PREFETCH_RECORD}: not a readable prefetch record" in caplog.text

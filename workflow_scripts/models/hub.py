@@ -151,7 +151,9 @@ def prefetched_hub_id(folder: str | Path) -> str | None:
     folder = Path(folder)
     try:
         entry = read_model_record(folder.parent / PREFETCH_RECORD).get(folder.name, {})
-    except AtlasError:
+    except AtlasError as error:  # the card still describes the model; only the report's matching needs the id
+        log.warning("model folder %s: no hub id recorded, the report will not compare it with a published number "
+                    "of one model: %s", folder, error)
         return None
     source = entry.get("source", "")
     if not source.startswith("hub "):

@@ -51,11 +51,13 @@ def compare_with_papers(items: Sequence[PaperItem], tables: StudyTables, context
     rows = []
     # A number measured on one model (its ``model`` column: hub ids) is compared with the study's models from one of
     # those ids, read through their attention weights (a subject MODEL@SIGNAL is another reading of the same model).
+    measured = {item: {model for model in context.models
+                       if model == base_model(model) and measured_model(item, model, tables)}
+                for item in items if item.hub_ids}
     pairs = [(model, item) for model in context.models for item in items
-             if not item.hub_ids or (model == base_model(model) and measured_model(item, model, tables))]
+             if not item.hub_ids or model in measured[item]]
     # A number of a model the study does not have: one row that says which model to add.
-    pairs += [("", item) for item in items
-              if item.hub_ids and not any(measured_model(item, model, tables) for model in context.models)]
+    pairs += [("", item) for item in items if item.hub_ids and not measured[item]]
     for model, item in pairs:
         if not model:
             first, *others = item.hub_ids

@@ -117,13 +117,13 @@ def compare_head_roles(item: PaperItem, model: str, tables: StudyTables, ctx: St
         value = ", ".join(f"{int(r.layer)}.{int(r.head)}" for r in top.itertuples())
         named, found = [], 0
         for layer, head in heads:
-            match = order[(order["layer"] == layer) & (order["head"] == head)]
-            if match.empty:
+            paper_head = order[(order["layer"] == layer) & (order["head"] == head)]
+            if paper_head.empty:
                 named.append(f"{layer}.{head}: not in this model")
                 continue
-            rank = int(match["rank"].iloc[0])
+            rank = int(paper_head["rank"].iloc[0])
             found += rank <= len(heads)
-            named.append(f"{layer}.{head}: {float(match[column].iloc[0]):.3f}, rank {rank} of {len(order)}")
+            named.append(f"{layer}.{head}: {float(paper_head[column].iloc[0]):.3f}, rank {rank} of {len(order)}")
         detail = join_text(f"the study's top {len(heads)} heads by {column} on input {kind} (layer.head, 0-based as "
                            "the paper)", "; ".join(named), f"the paper's heads among them: {found} of {len(heads)} "
                            "(a tie counts as the better rank)", _control_text(rows, best))
