@@ -11,9 +11,9 @@ a fresh subprocess, so that its peak RSS (resource.getrusage, ru_maxrss) is its 
 - ``score``: the full scoring (:func:`score_dependency_heads`: word-level conversion, every
   head's predictions and per-sentence, per-relation counts of all heads and offsets at once,
   written to a temporary Parquet file);
-- ``phases``: where the scoring's time goes: reading and decoding the shards, the word-level
-  conversion, the heads' predictions and counts (``score_sentence``), and stacking the counts into
-  the table and writing it;
+- ``phases``: where the scoring's time goes, on one thread: reading and decoding the shards, the
+  word-level conversion, the heads' predictions (``predict``), the counts (``count_predictions``),
+  and stacking the counts into the table and writing it;
 - ``naive`` / ``vectorised`` on the first ``--naive-sentences`` sentences: the same counts with
   a Python loop over heads (a reference, checked equal) against the vectorised code.
 
@@ -141,7 +141,7 @@ def phases(reader, tokens: str, annotation: str) -> dict[str, float]:
     from workflow_scripts.syntax import dependency, dependency_counts
 
     clock = {"read trees and token table": 0.0, "read and decode shards": 0.0, "word-level conversion": 0.0,
-             "predictions and counts": 0.0, "table: stack, sort, write": 0.0}
+             "predictions": 0.0, "counts": 0.0, "table: stack, sort, write": 0.0}
     began = time.perf_counter()
     trees = read_trees(annotation)
     words = token_words(tokens)
@@ -152,9 +152,10 @@ def phases(reader, tokens: str, annotation: str) -> dict[str, float]:
 
     def score_group() -> None:
         began = time.perf_counter()
-        counts = dependency_counts.score_sentences(group, vocabulary, offsets, memberships)
+        counts = dependency_counts.count_predictions(group, vocabulary, offsets, memberships,
+                                                     num_heads=reader.num_layers * reader.num_heads)
         groups.append((np.asarray(group_ids)[counts.sentence], counts))
-        clock["predictions and counts"] += time.perf_counter() - began
+        clock["counts"] += time.perf_counter() - began
         group.clear()
         group_ids.clear()
 
@@ -168,8 +169,11 @@ def phases(reader, tokens: str, annotation: str) -> dict[str, float]:
             break
         _, _, heads, deprels = trees[example.example_id]
         word_maps = to_word_level(example, words[example.example_id], len(heads))
-        clock["word-level conversion"] += time.perf_counter() - decoded
-        group.append(dependency_counts.ScoredSentence(word_maps.attention, word_maps.unit_word, heads, deprels))
+        converted = time.perf_counter()
+        clock["word-level conversion"] += converted - decoded
+        group.append(dependency_counts.predict(
+            dependency_counts.ScoredSentence(word_maps.attention, word_maps.unit_word, heads, deprels)))
+        clock["predictions"] += time.perf_counter() - converted
         group_ids.append(example.example_id)
         if dependency_counts.window_is_full(group):
             score_group()
@@ -181,6 +185,12 @@ def phases(reader, tokens: str, annotation: str) -> dict[str, float]:
         dependency.write_table(table, Path(tmp) / "scores.parquet", {})
     clock["table: stack, sort, write"] += time.perf_counter() - began
     return {name: round(seconds, 3) for name, seconds in clock.items()}
+
+
+def median_run(results: list[dict]) -> dict:
+    """The run of median time (the upper median of an even count), with every run's seconds in ``all_seconds``."""
+    ranked = sorted(results, key=lambda result: result["seconds"])
+    return {**ranked[len(ranked) // 2], "all_seconds": [result["seconds"] for result in results]}
 
 
 def run_child(mode: str, files: dict[str, Path], limit: int | None) -> dict:
@@ -200,6 +210,9 @@ def main() -> None:
     parser.add_argument("--splits", nargs="+", default=["train", "dev"])
     parser.add_argument("--naive-sentences", type=int, default=200,
                         help="sentences for the loop-over-heads reference (0: skip it)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="fresh processes per measurement, alternating stream and score: the median is reported "
+                             "(a small VM's times vary by a fifth from run to run)")
     parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -219,11 +232,15 @@ def main() -> None:
         decoded = manifest["values"] * 4 / 2**20  # every map as float32
         print(f"{split}: {manifest['examples']} sentences, {manifest['num_layers']}x{manifest['num_heads']} heads, "
               f"{on_disk:.0f} MiB of shards, {decoded:.0f} MiB if all maps were held as float32")
-        stream = run_child("stream", files, None)
-        score = run_child("score", files, None)
+        runs: dict[str, list[dict]] = {"stream": [], "score": []}
+        for _ in range(max(args.repeat, 1)):
+            for mode in runs:
+                runs[mode].append(run_child(mode, files, None))
+        stream, score = (median_run(runs[mode]) for mode in ("stream", "score"))
         for result in (stream, score):
             print(f"  {result['mode']:>10}: {result['seconds']:8.2f} s  {result['sentences_per_second']:8.1f} "
-                  f"sentences/s  peak RSS {result['peak_rss_mib']:7.1f} MiB")
+                  f"sentences/s  peak RSS {result['peak_rss_mib']:7.1f} MiB  (median of {len(result['all_seconds'])}: "
+                  f"{', '.join(f'{s:.2f}' for s in result['all_seconds'])} s)")
         print(f"  scoring / streaming+word-level baseline: {score['seconds'] / stream['seconds']:.2f}x")
         timed = run_child("phases", files, None)
         print("  where the scoring's time goes: " + ", ".join(f"{name} {seconds:.2f} s"

@@ -11,6 +11,7 @@ from workflow_scripts.attention.align import (
     tokens_to_words,
     word_units,
 )
+from workflow_scripts.core.errors import AtlasError
 from workflow_scripts.data.ud import parse_conllu
 
 
@@ -162,3 +163,11 @@ def test_one_token_per_word_is_a_reordering_equal_to_the_products():
     assert words.dtype == np.float32 and np.array_equal(words, expected)
     assignment = np.eye(5, dtype=np.float32)[:, order]  # the products, as the general path computes them
     assert np.array_equal(words, assignment.T @ (attention.astype(np.float32) @ assignment))
+
+
+def test_units_keep_word_order_whatever_the_token_order_and_a_word_past_the_tree_is_an_error():
+    token_unit, unit_word = word_units(np.array([-1, 2, 0, 0, -1, 1]), 3)
+    assert unit_word.tolist() == [0, 1, 2, -1, -1] and unit_word.dtype == np.int64
+    assert token_unit.tolist() == [3, 2, 0, 0, 4, 1] and token_unit.dtype == np.int64
+    with pytest.raises(AtlasError, match="belongs to word 3, but the example has 3 words"):
+        word_units(np.array([-1, 0, 3]), 3)

@@ -64,10 +64,9 @@ def random_sentence(rng: np.random.Generator) -> ScoredSentence:
     return ScoredSentence(maps, unit_word, heads, deprels)
 
 
-@pytest.mark.parametrize("group_size", [128, 7, 1])
-def test_sentences_of_every_width_count_as_the_reference_does_in_groups_of_any_size(group_size, monkeypatch):
-    monkeypatch.setattr(dependency_counts, "MAX_GROUP_SENTENCES", group_size)
-    rng = np.random.default_rng(3)
+@pytest.mark.parametrize("seed", [3, 11])
+def test_sentences_of_every_width_count_as_the_reference_does(seed):
+    rng = np.random.default_rng(seed)
     sentences = [random_sentence(rng) for _ in range(60)]
     vocabulary = {r: i for i, r in enumerate(relation_vocabulary([s.deprels for s in sentences]))}
     names = list(vocabulary)
@@ -110,9 +109,27 @@ def test_labels_met_on_several_threads_at_once_keep_their_own_rows():
             assert [r for r in rows[label] if r >= 0] == relation_memberships(deprel, vocabulary)
 
 
-def test_the_running_column_argmax_is_numpys_argmax_ties_and_padding_included():
-    rng = np.random.default_rng(3)
-    maps = rng.integers(0, 3, size=(7, 4, 5, 7)).astype(np.float32)  # (rows, sentences, heads, columns): many ties
-    maps[5:, 1] = -np.inf  # a shorter sentence's padding rows
-    maps[:, 2, :, 3] = -np.inf  # a column with nothing in it: row 0, as argmax says
-    assert np.array_equal(dependency_counts._column_argmax(maps), maps.argmax(axis=0))
+def test_predictions_take_the_first_of_equal_values_and_never_the_word_itself():
+    # Word units 0..2 are words 4, 7, 9; unit 3 is a special token, never a candidate.
+    maps = np.array([[[9.0, 1.0, 1.0, 5.0],   # word 4: 7 and 9 tie, the first (7) wins; itself (9.0) never
+                      [2.0, 0.0, 3.0, 5.0],   # word 7: 9
+                      [4.0, 4.0, 0.0, 5.0],   # word 9: 4 and 7 tie, 4 wins
+                      [8.0, 8.0, 8.0, 8.0]]], dtype=np.float32)
+    predicted = dependency_counts.predict(ScoredSentence(maps[None], np.array([4, 7, 9, -1]), [1, -1, 1],
+                                                         ["nsubj", "root", "obj"]))
+    assert predicted.words.tolist() == [4, 7, 9]
+    assert predicted.by_row.tolist() == [[7, 9, 4]]
+    # Columns: who attends to word 4 most, other than itself: 9 (4.0 > 2.0); to word 7: 9 (4.0); to 9: 7 (3.0).
+    assert predicted.by_column.tolist() == [[9, 9, 7]]
+    assert maps[0, 0, 0] == 9.0  # the caller's maps are left as they were
+
+
+def test_a_sentence_of_one_word_predicts_nothing():
+    predicted = dependency_counts.predict(ScoredSentence(np.ones((2, 3, 2, 2), np.float32), np.array([0, -1]), [-1],
+                                                         ["root"]))
+    assert predicted.by_row.shape == (6, 1) and (predicted.by_row == -1).all() and (predicted.by_column == -1).all()
+
+
+def test_no_sentences_count_to_empty_tables_of_the_right_width():
+    counts = dependency_counts.count_predictions([], {ALL: 0}, offsets_for(2), num_heads=6)
+    assert counts.dep_correct.shape == (0, 6) and counts.offset_correct.shape == (0, 4)

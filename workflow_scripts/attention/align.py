@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.errors import AtlasError
 from ..core.float16 import float16_to_float32
 
 
@@ -40,16 +41,23 @@ def word_units(token_word: np.ndarray, n_words: int) -> tuple[np.ndarray, np.nda
     that belong to no word (special tokens, and tokens of cut or unaligned text)
     keep units of their own after them, so that no attention mass is lost.
     """
-    token_word = np.asarray(token_word)
-    aligned_words = np.unique(token_word[token_word >= 0])
-    unit_of_word = np.full(max(n_words, 1), -1, dtype=np.int64)
-    unit_of_word[aligned_words] = np.arange(len(aligned_words))
-    loose = np.flatnonzero(token_word < 0)
-    token_unit = np.empty(len(token_word), dtype=np.int64)
-    token_unit[token_word >= 0] = unit_of_word[token_word[token_word >= 0]]
-    token_unit[loose] = len(aligned_words) + np.arange(len(loose))
-    unit_word = np.concatenate([aligned_words, np.full(len(loose), -1)]).astype(np.int64)
-    return token_unit, unit_word
+    # Plain Python: a sentence has tens of tokens, where a dozen numpy calls cost more than the loop.
+    words = np.asarray(token_word).tolist()
+    aligned_words = sorted({w for w in words if w >= 0})
+    if aligned_words and aligned_words[-1] >= n_words:
+        raise AtlasError(f"a token belongs to word {aligned_words[-1]}, but the example has {n_words} words: the "
+                         "token table and the annotation are out of step; rerun snakemake to rebuild them")
+    unit_of_word = {w: u for u, w in enumerate(aligned_words)}
+    token_unit = []
+    loose = len(aligned_words)
+    for w in words:
+        if w >= 0:
+            token_unit.append(unit_of_word[w])
+        else:
+            token_unit.append(loose)
+            loose += 1
+    unit_word = aligned_words + [-1] * (loose - len(aligned_words))
+    return np.array(token_unit, dtype=np.int64), np.array(unit_word, dtype=np.int64)
 
 
 def tokens_to_words(attention: np.ndarray, token_unit: np.ndarray, n_units: int) -> np.ndarray:
@@ -72,3 +80,4 @@ def tokens_to_words(attention: np.ndarray, token_unit: np.ndarray, n_units: int)
     summed_rows = np.swapaxes(assignment, 0, 1) @ summed_columns  # (..., U, U)
     summed_rows /= counts[:, None]
     return summed_rows
+

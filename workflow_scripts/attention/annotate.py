@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
-from ..core.io import write_table
+from ..core.io import read_rows, write_table
 from .annotated_text import AnnotatedText
 from .texts import example_texts
 
@@ -166,8 +166,7 @@ def build_annotation(corpus: str, data_path: str | Path, output: str | Path, *, 
 def read_trees(annotation_path: str | Path, example_ids: list[int] | None = None
                ) -> dict[int, tuple[list[str], list[str], list[int], list[str]]]:
     """example_id -> (words, upos, head, deprel) of a gold annotation table (of ``example_ids`` only)."""
-    filters = None if example_ids is None else [("example_id", "in", example_ids)]
-    table = pq.read_table(annotation_path, columns=["example_id", "words", "upos", "head", "deprel"], filters=filters)
+    table = read_rows(annotation_path, ["example_id", "words", "upos", "head", "deprel"], example_ids)
     trees = {}
     for eid, words, upos, head, deprel in zip(*(table[c].to_pylist() for c in table.column_names)):
         if head is None or deprel is None:

@@ -28,10 +28,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
-from ..core.io import write_table
+from ..core.io import read_rows, write_table
 from ..models.cards import length_excess, position_limit
 from .align import align_tokens_to_words
 from .texts import model_inputs
@@ -192,8 +191,7 @@ def write_token_table(checkpoint_manifest: str | Path, data_path: str | Path, an
 def token_words(token_table_path: str | Path, example_ids: list[int] | None = None) -> dict[int, np.ndarray]:
     """word_index of every token, per example (of ``example_ids`` only, e.g. a shard's): what word-level
     conversion needs."""
-    filters = None if example_ids is None else [("example_id", "in", example_ids)]
-    table = pq.read_table(token_table_path, columns=["example_id", "word_index"], filters=filters)
+    table = read_rows(token_table_path, ["example_id", "word_index"], example_ids)
     example = table["example_id"].to_numpy()
     word = table["word_index"].to_numpy()
     bounds = np.flatnonzero(np.diff(example)) + 1

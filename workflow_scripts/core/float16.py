@@ -22,6 +22,12 @@ def float16_to_float32(values: np.ndarray) -> np.ndarray:
     if values.dtype != np.float16:
         return np.asarray(values, dtype=np.float32)
     bits = np.ascontiguousarray(values).view(np.uint16)
+    if bits.size and bits.max() < EXPONENT_MASK:  # all positive and finite (attention maps): no sign, no inf/NaN
+        widened = bits.astype(np.uint32)
+        widened <<= 13
+        result = widened.view(np.float32)
+        result *= EXPONENT_BIAS_GAP
+        return result
     widened = bits.astype(np.uint32)
     signs = widened & 0x8000
     widened &= 0x7FFF

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import AtlasError, InputFormatError
@@ -105,6 +106,25 @@ def write_table(table: pa.Table | pd.DataFrame, destination: str | os.PathLike[s
         table = table.replace_schema_metadata(existing)
     with atomic_path(destination) as tmp:
         pq.write_table(table, tmp, compression=PARQUET_COMPRESSION)
+
+
+def read_rows(path: str | os.PathLike[str], columns: Sequence[str], example_ids: Iterable[int] | None = None
+              ) -> pa.Table:
+    """``columns`` of a Parquet table, in file order; with ``example_ids``, only the rows of those examples
+    (``columns`` must then include ``example_id``).
+
+    Read through ``ParquetFile``, not ``pq.read_table``: the latter imports pyarrow's dataset layer, about 0.2 s
+    of a short analysis job's time.
+    """
+    parquet = pq.ParquetFile(path)
+    missing = [c for c in columns if c not in parquet.schema_arrow.names]
+    if missing:  # ParquetFile.read would leave them out without a word
+        raise ValueError(f"{path}: no column {', '.join(missing)} (it has {', '.join(parquet.schema_arrow.names)})")
+    table = parquet.read(columns=list(columns))
+    if example_ids is not None:
+        wanted = pa.array(list(example_ids), type=table.schema.field("example_id").type)
+        table = table.filter(pc.is_in(table["example_id"], value_set=wanted))
+    return table
 
 
 def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:

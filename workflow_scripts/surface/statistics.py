@@ -30,13 +30,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..attention.partials import read_partials, write_partial
 from ..attention.reader import AttentionDump
 from ..attention.shards import shard_group_files
 from ..core.errors import AtlasError
-from ..core.io import read_metadata, stack_csv_parts, write_csv
+from ..core.io import read_metadata, read_rows, stack_csv_parts, write_csv
 from ..core.stats import plogp, ratio_bootstrap_ci
 
 log = logging.getLogger(__name__)
@@ -104,8 +103,7 @@ def read_example_columns(token_table: str | Path, columns: Sequence[str],
     wanted = ["example_id", "token_index", *[c for c in columns if c not in ("example_id", "token_index")]]
     example_ids = None if example_ids is None else [int(i) for i in example_ids]
     try:
-        table = pq.read_table(token_table, columns=wanted,
-                              filters=None if example_ids is None else [("example_id", "in", example_ids)])
+        table = read_rows(token_table, wanted, example_ids)
     except (OSError, KeyError, ValueError) as exc:
         raise AtlasError(f"{token_table}: cannot read token table columns {wanted} ({exc}); rerun snakemake "
                          "to rebuild it") from exc

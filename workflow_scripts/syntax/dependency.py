@@ -44,7 +44,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from ..attention.annotate import read_trees
 from ..attention.layout import LOWER_TRIANGLE
@@ -53,14 +52,15 @@ from ..attention.reader import AttentionDump, ExampleMaps, to_word_level
 from ..attention.shards import shard_group_files
 from ..attention.tokens import token_words
 from ..core.errors import AtlasError
-from ..core.io import write_table
+from ..core.io import read_rows, write_table
 from .dependency_counts import (
     ALL,
     CausalCounts,
     Memberships,
     ScoredSentence,
     SentenceCounts,
-    score_sentences,
+    count_predictions,
+    predict,
     window_is_full,
 )
 
@@ -142,7 +142,7 @@ def score_tables(dump: AttentionDump, token_table: str | Path, annotation: str |
     trees = read_trees(annotation, example_ids)
     words_of_tokens = token_words(token_table, example_ids)
     n_words = {eid: len(tree[0]) for eid, tree in trees.items()}
-    labels = pq.read_table(annotation, columns=["deprel"])["deprel"]
+    labels = read_rows(annotation, ["deprel"])["deprel"]
     relations = relation_vocabulary([pc.unique(pc.list_flatten(labels)).drop_null().to_pylist()])
     vocabulary = {r: i for i, r in enumerate(relations)}
     offsets = offsets_for(max_offset)
@@ -159,12 +159,15 @@ def score_tables(dump: AttentionDump, token_table: str | Path, annotation: str |
 
     def score_window(window: list[ExampleMaps]) -> tuple[np.ndarray, SentenceCounts]:
         """A window's sentences converted to word level and scored: (example id of each row, counts)."""
-        converted = []
+        predicted = []
         for example in window:
             eid = example.example_id
             maps = to_word_level(example, words_of_tokens[eid], n_words[eid])
-            converted.append(ScoredSentence(maps.attention, maps.unit_word, trees[eid][2], trees[eid][3]))
-        counts = score_sentences(converted, vocabulary, offsets, memberships, causal=causal)
+            # Predicted at once, while the sentence's word-level maps are in the cache; the window keeps the
+            # predictions only.
+            predicted.append(predict(ScoredSentence(maps.attention, maps.unit_word, trees[eid][2], trees[eid][3])))
+        counts = count_predictions(predicted, vocabulary, offsets, memberships, causal=causal,
+                                   num_heads=dump.num_layers * dump.num_heads)
         ids = np.fromiter((example.example_id for example in window), dtype=np.int64, count=len(window))
         return ids[counts.sentence], counts
 

@@ -5,13 +5,14 @@ attends to most (dependent -> head, the argmax of its row) or that attends to it
 argmax of its column); ties go to the first word; a word whose tokens, or whose head's tokens, were cut off
 is skipped; ``all`` counts every word, the root word too, which no head gets right.
 
-Why many sentences at once: a sentence's arrays are small (72 heads x 15 words x 15 words for a small model
-on EWT), so scoring one sentence at a time spent its time in numpy's per-call overhead, not in the counts.
-:func:`score_sentences` groups sentences of similar width, pads each group's word-level maps into one array
-(padding: -inf, never a prediction), takes each row's argmax in one call and each column's as a running maximum
-over the rows, then counts every (sentence, relation) row with one ``reduceat`` over the words.
-:func:`score_sentence` is a group of one; tests/syntax/test_dependency_counts.py checks groups of every size
-against a loop over heads and words.
+How the work is split: :func:`predict` takes one sentence's predictions with two numpy argmaxes (rows, and
+columns through numpy's transposed copy) right after its conversion to word level, while its maps (72 heads x 15
+x 15 words for a small model on EWT) are still in the processor's cache; :func:`count_predictions` then counts
+a whole window of sentences at once: every (sentence, relation) row with one ``reduceat`` over the words, since one
+sentence at a time that part spent its time in numpy's per-call overhead. (Padding a window's maps into one
+array per width, as this module did before, cost more than it saved: the padded arrays outgrew the cache.)
+:func:`score_sentences` is both for maps in hand; tests/syntax/test_dependency_counts.py checks them against a
+loop over heads and words.
 """
 
 from __future__ import annotations
@@ -19,17 +20,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence, Sized
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
-from ..core.batches import length_batches
-
 ALL = "all"
-# Sentences scored by one call (their word-level maps held at once), then grouped by width: a group's padded
-# maps stay under MAX_GROUP_CELLS per head (sentences x (words+1)^2; about 20 MB of float32 for 72 heads).
+# Sentences counted by one call (their predictions held at once).
 WINDOW_SENTENCES = 256
-MAX_GROUP_CELLS = 65_536
-MAX_GROUP_SENTENCES = 128
 
 
 def relation_memberships(deprel: str, vocabulary: Mapping[str, int]) -> list[int]:
@@ -118,47 +115,39 @@ def _word_maps(sentence: ScoredSentence) -> tuple[np.ndarray, np.ndarray]:
     unit_word = np.asarray(sentence.unit_word)
     word_units = np.flatnonzero(unit_word >= 0)
     n = len(word_units)
-    maps = sentence.maps.reshape(-1, *sentence.maps.shape[-2:])
+    maps = sentence.maps.reshape(int(np.prod(sentence.maps.shape[:-2])), *sentence.maps.shape[-2:])  # even 0 x 0
     if np.array_equal(word_units, np.arange(n)):  # the reader puts word units first: a slice will do
         return unit_word[:n], maps[:, :n, :n]
     return unit_word[word_units], maps[:, word_units[:, None], word_units[None, :]]
 
 
-def _column_argmax(rows_first: np.ndarray) -> np.ndarray:
-    """For maps laid out rows first, (rows, ..., columns), the first row of the largest value of each column
-    (``argmax`` over axis 0; the maps hold no NaN), as a running maximum over the rows: each step compares one row of
-    every map, a contiguous block, at once. numpy's argmax over short columns (or over the rows of a transposed
-    copy) spends its time per column, not per value."""
-    best = rows_first[0].copy()
-    index = np.zeros(best.shape, dtype=np.intp)
-    better = np.empty(best.shape, dtype=bool)
-    for row in range(1, len(rows_first)):
-        values = rows_first[row]
-        np.greater(values, best, out=better)  # strictly: a tie keeps the earlier row
-        np.copyto(index, row, where=better)
-        np.maximum(best, values, out=best)
-    return index
+@dataclass
+class PredictedSentence:
+    """One sentence's predictions (:func:`predict`) and its gold tree: all that counting needs."""
+
+    words: np.ndarray  # (n,) the word index of each word unit
+    by_row: np.ndarray  # (L*H, n) each word unit's predicted word by its row (-1: no other word)
+    by_column: np.ndarray  # (L*H, n) and by its column
+    heads: Sequence[int]
+    deprels: Sequence[str]
 
 
-def _predictions(groups: Sequence[tuple[np.ndarray, np.ndarray]], num_heads: int) -> tuple[np.ndarray, np.ndarray]:
-    """(B, L*H, N) predicted word of every word unit, by row and by column (-1: no other word)."""
-    width = max([len(words) for words, _ in groups] + [1])
-    # Rows first, (row, sentence, head, column): a row of every map is one contiguous block for the column argmax,
-    # and each row is contiguous for the row argmax.
-    padded = np.full((width, len(groups), num_heads, width), -np.inf, dtype=np.float32)
-    words = np.full((len(groups), width), -1, dtype=np.int64)
-    for b, (sentence_words, maps) in enumerate(groups):
-        n = len(sentence_words)
-        padded[:n, b, :, :n] = maps.swapaxes(0, 1)
-        words[b, :n] = sentence_words
-    diagonal = np.arange(width)
-    padded[diagonal, :, :, diagonal] = -np.inf  # a word never predicts itself
-    # Both take the first of equal values: the lowest column index, or the lowest row index.
-    by_row = np.take_along_axis(words[:, None, :], np.moveaxis(padded.argmax(axis=-1), 0, -1), axis=-1)
-    by_column = np.take_along_axis(words[:, None, :], _column_argmax(padded), axis=-1)
-    alone = np.array([len(sentence_words) < 2 for sentence_words, _ in groups])
-    by_row[alone], by_column[alone] = -1, -1  # one word: no other word to predict
-    return by_row, by_column
+def predict(sentence: ScoredSentence) -> PredictedSentence:
+    """Every head's predicted word for each word of one sentence, by row and by column.
+
+    Both take the first of equal values: the lowest column index, or the lowest row index. Called right after a
+    sentence's conversion to word level, while its maps are still in the processor's cache.
+    """
+    words, maps = _word_maps(sentence)
+    n = len(words)
+    if n < 2:  # one word: no other word to predict
+        alone = np.full((maps.shape[0], n), -1, dtype=np.int64)
+        return PredictedSentence(words, alone, alone, sentence.heads, sentence.deprels)
+    candidates = np.array(maps, dtype=np.float32)  # a copy: the diagonal is overwritten
+    diagonal = np.arange(n)
+    candidates[:, diagonal, diagonal] = -np.inf  # a word never predicts itself
+    return PredictedSentence(words, words[candidates.argmax(axis=-1)], words[candidates.argmax(axis=-2)],
+                             sentence.heads, sentence.deprels)
 
 
 def score_sentences(sentences: Sequence[ScoredSentence], vocabulary: Mapping[str, int], offsets: np.ndarray,
@@ -169,24 +158,40 @@ def score_sentences(sentences: Sequence[ScoredSentence], vocabulary: Mapping[str
     given). Rows are ordered by sentence (position in ``sentences``), then by relation index. ``causal``: also
     count as a causal model's maps allow (:class:`CausalCounts`).
     """
-    memberships = Memberships(vocabulary) if memberships is None else memberships
     num_heads = int(np.prod(sentences[0].maps.shape[:-2])) if sentences else 0
-    words_and_maps = [_word_maps(s) for s in sentences]
-    # The dependents scored: every word with a unit whose head (or root) has one too.
-    which, unit, gold, dependent, labels = [], [], [], [], []
-    skipped = 0
-    for b, (sentence, (words, _)) in enumerate(zip(sentences, words_and_maps)):
-        heads = np.asarray(sentence.heads, dtype=np.int64)
-        unit_of_word = np.full(len(heads), -1, dtype=np.int64)
-        unit_of_word[words] = np.arange(len(words))
-        usable = (unit_of_word >= 0) & ((heads < 0) | (unit_of_word[np.maximum(heads, 0)] >= 0))
-        kept = np.flatnonzero(usable)
-        skipped += len(heads) - len(kept)
-        which.append(np.full(len(kept), b))
-        unit.append(unit_of_word[kept])
-        gold.append(heads[kept])
-        dependent.append(kept)
-        labels.append(memberships.label_ids(sentence.deprels)[kept])
+    return count_predictions([predict(s) for s in sentences], vocabulary, offsets, memberships, causal=causal,
+                             num_heads=num_heads)
+
+
+def count_predictions(sentences: Sequence[PredictedSentence], vocabulary: Mapping[str, int], offsets: np.ndarray,
+                      memberships: Memberships | None = None, *, causal: bool = False,
+                      num_heads: int | None = None) -> SentenceCounts:
+    """:func:`score_sentences`'s counts from the sentences' predictions (``num_heads``: L*H, needed only when
+    ``sentences`` is empty)."""
+    memberships = Memberships(vocabulary) if memberships is None else memberships
+    num_heads = sentences[0].by_row.shape[0] if sentences else num_heads or 0
+    # The dependents scored: every word with a unit whose head (or root) has one too. The window's words side by
+    # side (a sentence's words, then the next's), so that a few numpy calls serve every sentence.
+    n_words = np.array([len(sentence.heads) for sentence in sentences], dtype=np.int64)
+    n_units = np.array([len(sentence.words) for sentence in sentences], dtype=np.int64)
+    word_start = np.concatenate([[0], np.cumsum(n_words)])
+    unit_start = np.concatenate([[0], np.cumsum(n_units)])
+    sentence_of_word = np.repeat(np.arange(len(sentences)), n_words)
+    heads = np.fromiter(chain.from_iterable(sentence.heads for sentence in sentences), np.int64, int(word_start[-1]))
+    if np.any(heads >= n_words[sentence_of_word]):
+        raise ValueError("a gold head past its sentence's last word")
+    unit_of_word = np.full(len(heads), -1, dtype=np.int64)  # each word's unit, numbered across the window
+    if len(sentences):
+        unit_of_word[np.concatenate([sentence.words for sentence in sentences]).astype(np.int64)
+                     + np.repeat(word_start[:-1], n_units)] = np.arange(unit_start[-1])
+    head_of_word = np.where(heads >= 0, heads + word_start[sentence_of_word], 0)
+    kept = np.flatnonzero((unit_of_word >= 0) & ((heads < 0) | (unit_of_word[head_of_word] >= 0)))
+    skipped = len(heads) - len(kept)
+    which = sentence_of_word[kept]
+    column = unit_of_word[kept]  # the dependent's column in the window's predictions, side by side
+    gold = heads[kept]
+    dependent = kept - word_start[which]
+    labels = memberships.label_ids(list(chain.from_iterable(sentence.deprels for sentence in sentences)))[kept]
     empty = SentenceCounts(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros((0, num_heads), np.int16),
                            np.zeros((0, num_heads), np.int16), np.zeros((0, len(offsets)), np.int16), skipped,
                            np.zeros(0, np.int64))
@@ -194,22 +199,15 @@ def score_sentences(sentences: Sequence[ScoredSentence], vocabulary: Mapping[str
         empty.causal = CausalCounts(np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros((0, num_heads), np.int16),
                                     np.zeros((0, num_heads), np.int16), np.zeros((0, len(offsets)), np.int16),
                                     np.zeros((0, len(offsets)), np.int16))
-    if not sentences or not sum(len(k) for k in dependent):
+    if not len(kept):
         return empty
-    which, unit, gold, dependent, labels = (np.concatenate(x) for x in (which, unit, gold, dependent, labels))
     is_arc = gold >= 0
     # Correct predictions per dependent (P, 2 L*H + K): by row, by column, then each offset (d predicts d + o).
     correct = np.zeros((len(which), 2 * num_heads + len(offsets)), dtype=np.int32)
     correct[:, 2 * num_heads:] = ((gold[:, None] - dependent[:, None]) == offsets[None, :]) & is_arc[:, None]
-    widths = np.array([len(words) for words, _ in words_and_maps])
-    starts = np.concatenate([[0], np.cumsum(np.bincount(which, minlength=len(sentences)))])
-    # Groups of similar width: little of a group's padded arrays is padding.
-    for group in length_batches(widths, MAX_GROUP_SENTENCES, MAX_GROUP_CELLS):
-        by_row, by_column = _predictions([words_and_maps[b] for b in group], num_heads)
-        members = np.concatenate([np.arange(starts[b], starts[b + 1]) for b in group])
-        local = np.repeat(np.arange(len(group)), starts[group + 1] - starts[group])
-        correct[members, :num_heads] = by_row[local, :, unit[members]] == gold[members, None]
-        correct[members, num_heads:2 * num_heads] = by_column[local, :, unit[members]] == gold[members, None]
+    correct[:, :num_heads] = np.concatenate([s.by_row for s in sentences], axis=1)[:, column].T == gold[:, None]
+    correct[:, num_heads:2 * num_heads] = (np.concatenate([s.by_column for s in sentences], axis=1)[:, column].T
+                                           == gold[:, None])
     correct[~is_arc, :2 * num_heads] = 0  # the root word: always wrong, as in [C]'s code
     if causal:  # (P, 2 L*H + 2 K + 2): dep->head of the dependents whose head precedes, head->dep of the others
         before, after = is_arc & (gold < dependent), is_arc & (gold > dependent)
