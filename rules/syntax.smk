@@ -46,7 +46,7 @@ rule dependency_scores_shard:
         STUDY.paths.log("syntax", "{model}_{checkpoint}_dependency_{treebank}_{split}.{shard_group}"),
     conda:
         "../envs/surface.yaml"
-    threads: 1
+    threads: 2  # two windows of sentences scored at once (the conversion and argmaxes leave the GIL)
     resources:
         mem_mb=3000,
         runtime=60,

@@ -21,7 +21,7 @@ def dependency_scores_shard(smk: Any) -> None:
     from ..syntax.dependency import dependency_scores_shard as run
 
     run(smk.input.dump, smk.input.tokens, smk.input.annotation, smk.output[0], shard_group=smk.wildcards.shard_group,
-        max_offset=smk.params.max_offset)
+        max_offset=smk.params.max_offset, threads=smk.threads)
 
 
 @entry_point("dependency_scores")

@@ -66,7 +66,7 @@ from .dependency_counts import (
 
 log = logging.getLogger(__name__)
 
-SCORING_THREADS = 2  # windows converted and scored at once
+SCORING_THREADS = 2  # windows converted and scored at once, unless the caller says otherwise
 
 
 # [C]'s Stanford Dependencies labels for the UD relations that replace them (METHODS 7.3).
@@ -129,8 +129,9 @@ def _fixed_list(values: np.ndarray) -> pa.Array:
 
 
 def score_tables(dump: AttentionDump, token_table: str | Path, annotation: str | Path, *, max_offset: int,
-                 shards: list[str] | None = None) -> tuple[pa.Table, dict[str, Any]]:
-    """Per-sentence, per-relation correct counts of every head and offset (all shards, or ``shards`` only).
+                 shards: list[str] | None = None, threads: int = SCORING_THREADS) -> tuple[pa.Table, dict[str, Any]]:
+    """Per-sentence, per-relation correct counts of every head and offset (all shards, or ``shards`` only), with
+    ``threads`` windows scored at once.
 
     Rows are ordered by example id, then by relation in the vocabulary's order (:func:`sort_scores`); the
     vocabulary comes from every tree of the annotation, so the shards of one dump share it.
@@ -173,13 +174,14 @@ def score_tables(dump: AttentionDump, token_table: str | Path, annotation: str |
 
     # The main thread reads (and the reader reads ahead on a thread of its own); windows are converted to word
     # level and scored on two threads: the matrix products and argmaxes leave the GIL, so both cores work.
-    with ThreadPoolExecutor(max_workers=SCORING_THREADS, thread_name_prefix="dependency-scoring") as scorers:
+    threads = max(int(threads), 1)
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dependency-scoring") as scorers:
         for example in dump.iter_examples(shards):
             window.append(example)
             sentences += 1
             if window_is_full(window):
-                if len(scored) >= SCORING_THREADS + 1:  # at most one window waits: memory stays bounded
-                    scored[-SCORING_THREADS - 1].result()
+                if len(scored) >= threads + 1:  # at most one window waits: memory stays bounded
+                    scored[-threads - 1].result()
                 scored.append(scorers.submit(score_window, window))
                 window = []
         if window:
@@ -258,12 +260,13 @@ def score_dependency_heads(dump_dir: str | Path, token_table: str | Path, annota
 
 
 def dependency_scores_shard(dump_manifest: str | Path, token_table: str | Path, annotation: str | Path,
-                            output: str | Path, *, shard_group: str, max_offset: int) -> None:
+                            output: str | Path, *, shard_group: str, max_offset: int, threads: int = SCORING_THREADS
+                            ) -> None:
     """One shard group's per-sentence scores (rule dependency_scores_shard); :func:`dependency_scores_gather`
     joins them."""
     dump = AttentionDump(Path(dump_manifest).parent)
     files = shard_group_files(shard_group)
-    table, stats = score_tables(dump, token_table, annotation, max_offset=max_offset, shards=files)
+    table, stats = score_tables(dump, token_table, annotation, max_offset=max_offset, shards=files, threads=threads)
     write_partial(table, output, dump=dump, shards=files, analysis="dependency_scores", examples=stats["sentences"],
                   info=stats)
 
