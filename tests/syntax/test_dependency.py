@@ -173,6 +173,16 @@ def _dependency_inputs(tmp_path: Path, n_sentences: int = 6):
     return dump, tokens, annotation
 
 
+def test_a_dump_whose_maps_hold_nan_is_named_with_its_example(tmp_path):
+    _, tokens, annotation = _dependency_inputs(tmp_path, n_sentences=3)
+    maps = sentence_maps().astype(np.float16)
+    maps[1, 0, 2, 4] = np.nan  # one value of example 1, between two words' tokens
+    nan_dump = write_single_shard_dump(tmp_path / "nan_dump", {0: sentence_maps(), 1: maps, 2: sentence_maps()})
+    with pytest.raises(AtlasError, match=r"nan_dump: example 1's maps hold NaN .* delete the dump and rerun"):
+        score_dependency_heads(nan_dump, tokens, annotation, tmp_path / "scores.parquet", max_offset=2)
+    assert not (tmp_path / "scores.parquet").exists()
+
+
 def test_scoring_a_dump_then_the_tables(tmp_path):
     dump, tokens, annotation = _dependency_inputs(tmp_path)
     part = tmp_path / "dev.parquet"

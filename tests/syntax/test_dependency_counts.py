@@ -133,3 +133,25 @@ def test_a_sentence_of_one_word_predicts_nothing():
 def test_no_sentences_count_to_empty_tables_of_the_right_width():
     counts = dependency_counts.count_predictions([], {ALL: 0}, offsets_for(2), num_heads=6)
     assert counts.dep_correct.shape == (0, 6) and counts.offset_correct.shape == (0, 4)
+
+
+def test_column_ties_go_to_the_first_row_and_nan_maps_are_refused():
+    maps = np.array([[[0.0, 0.5, 0.2],
+                      [0.3, 0.0, 0.2],    # word 2's column: rows 0 and 1 tie at 0.2, row 0 (word 0) wins
+                      [0.3, 0.5, 0.0]]], dtype=np.float32)  # word 0's column: rows 1 and 2 tie, word 1 wins
+    predicted = dependency_counts.predict(ScoredSentence(maps[None], np.arange(3), [1, -1, 1], ["a", "root", "b"]))
+    assert predicted.by_column.tolist() == [[1, 0, 0]]
+    maps[0, 2, 0] = np.nan
+    with pytest.raises(dependency_counts.NotANumberError):
+        dependency_counts.predict(ScoredSentence(maps[None], np.arange(3), [1, -1, 1], ["a", "root", "b"]))
+    maps[0, 2, 0], maps[0, 1, 1] = 0.3, np.nan  # on the diagonal: never a candidate, no harm
+    dependency_counts.predict(ScoredSentence(maps[None], np.arange(3), [1, -1, 1], ["a", "root", "b"]))
+
+
+def test_a_word_unit_past_its_sentence_is_refused_not_counted_in_the_next():
+    first = dependency_counts.PredictedSentence(np.array([0, 2]), np.zeros((1, 2), int), np.zeros((1, 2), int),
+                                                [-1, 0], ["root", "obj"])  # word 2 of a two-word sentence
+    second = dependency_counts.PredictedSentence(np.array([0, 1]), np.zeros((1, 2), int), np.zeros((1, 2), int),
+                                                 [-1, 0], ["root", "obj"])
+    with pytest.raises(ValueError, match="word unit past its sentence"):
+        dependency_counts.count_predictions([first, second], {ALL: 0, "obj": 1}, offsets_for(1))

@@ -80,4 +80,3 @@ def tokens_to_words(attention: np.ndarray, token_unit: np.ndarray, n_units: int)
     summed_rows = np.swapaxes(assignment, 0, 1) @ summed_columns  # (..., U, U)
     summed_rows /= counts[:, None]
     return summed_rows
-

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -120,11 +121,24 @@ def read_rows(path: str | os.PathLike[str], columns: Sequence[str], example_ids:
     missing = [c for c in columns if c not in parquet.schema_arrow.names]
     if missing:  # ParquetFile.read would leave them out without a word
         raise ValueError(f"{path}: no column {', '.join(missing)} (it has {', '.join(parquet.schema_arrow.names)})")
-    table = parquet.read(columns=list(columns))
-    if example_ids is not None:
-        wanted = pa.array(list(example_ids), type=table.schema.field("example_id").type)
-        table = table.filter(pc.is_in(table["example_id"], value_set=wanted))
-    return table
+    if example_ids is None:
+        return parquet.read(columns=list(columns))
+    wanted = pa.array(list(example_ids), type=parquet.schema_arrow.field("example_id").type)
+    # Only the row groups whose example_id range holds a wanted id (a shard's job reads a small part).
+    ordered = np.sort(np.asarray(wanted.to_numpy(zero_copy_only=False), dtype=np.int64))
+    schema = parquet.metadata.schema  # Parquet's leaf columns: a list column before example_id counts as one
+    id_column = next(i for i in range(len(schema)) if schema.column(i).path == "example_id")
+    groups = []
+    for group in range(parquet.num_row_groups):
+        statistics = parquet.metadata.row_group(group).column(id_column).statistics
+        if statistics is not None and statistics.has_min_max:
+            first = np.searchsorted(ordered, statistics.min)
+            if first == len(ordered) or ordered[first] > statistics.max:
+                continue
+        groups.append(group)
+    table = parquet.read_row_groups(groups, columns=list(columns)) if groups else \
+        parquet.schema_arrow.empty_table().select(list(columns))
+    return table.filter(pc.is_in(table["example_id"], value_set=wanted))
 
 
 def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -57,6 +57,7 @@ from .dependency_counts import (
     ALL,
     CausalCounts,
     Memberships,
+    NotANumberError,
     ScoredSentence,
     SentenceCounts,
     count_predictions,
@@ -166,14 +167,20 @@ def score_tables(dump: AttentionDump, token_table: str | Path, annotation: str |
             maps = to_word_level(example, words_of_tokens[eid], n_words[eid])
             # Predicted at once, while the sentence's word-level maps are in the cache; the window keeps the
             # predictions only.
-            predicted.append(predict(ScoredSentence(maps.attention, maps.unit_word, trees[eid][2], trees[eid][3])))
+            try:
+                predicted.append(predict(ScoredSentence(maps.attention, maps.unit_word, trees[eid][2],
+                                                        trees[eid][3])))
+            except NotANumberError:
+                raise AtlasError(f"{dump.directory}: example {eid}'s maps hold NaN (not a number), so no head "
+                                 "predicts a word there: the model computed NaN for this input (a damaged or diverged "
+                                 "checkpoint?); check the model, then delete the dump and rerun snakemake") from None
         counts = count_predictions(predicted, vocabulary, offsets, memberships, causal=causal,
                                    num_heads=dump.num_layers * dump.num_heads)
         ids = np.fromiter((example.example_id for example in window), dtype=np.int64, count=len(window))
         return ids[counts.sentence], counts
 
     # The main thread reads (and the reader reads ahead on a thread of its own); windows are converted to word
-    # level and scored on two threads: the matrix products and argmaxes leave the GIL, so both cores work.
+    # level and scored on `threads` threads: the matrix products and argmaxes leave the GIL, so both cores work.
     threads = max(int(threads), 1)
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dependency-scoring") as scorers:
         for example in dump.iter_examples(shards):

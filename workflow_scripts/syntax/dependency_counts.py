@@ -70,7 +70,7 @@ class Memberships:
 
 @dataclass
 class SentenceCounts:
-    """Counts of one sentence (``sentence`` all 0) or of a group: one row per (sentence, relation) present,
+    """Counts of one sentence (``sentence`` all 0) or of a window: one row per (sentence, relation) present,
     ordered by sentence, then relation index."""
 
     relations: np.ndarray  # (R,) relation row index
@@ -79,7 +79,7 @@ class SentenceCounts:
     head_correct: np.ndarray  # (R, L*H) int16
     offset_correct: np.ndarray  # (R, K) int16
     skipped: int  # words whose own or whose head's tokens are gone
-    sentence: np.ndarray | None = None  # (R,) the row's sentence: its position in the group
+    sentence: np.ndarray | None = None  # (R,) the row's sentence: its position in the window
     causal: CausalCounts | None = None  # the counts restricted as a causal model's maps allow (causal=True)
 
 
@@ -146,8 +146,16 @@ def predict(sentence: ScoredSentence) -> PredictedSentence:
     candidates = np.array(maps, dtype=np.float32)  # a copy: the diagonal is overwritten
     diagonal = np.arange(n)
     candidates[:, diagonal, diagonal] = -np.inf  # a word never predicts itself
-    return PredictedSentence(words, words[candidates.argmax(axis=-1)], words[candidates.argmax(axis=-2)],
-                             sentence.heads, sentence.deprels)
+    by_row = candidates.argmax(axis=-1)
+    # argmax picks a row's first NaN: any NaN off the diagonal shows among the picked values (a cheap check).
+    if np.isnan(np.take_along_axis(candidates, by_row[..., None], axis=-1)).any():
+        raise NotANumberError("the word-level maps hold NaN (not a number)")
+    return PredictedSentence(words, words[by_row], words[candidates.argmax(axis=-2)], sentence.heads,
+                             sentence.deprels)
+
+
+class NotANumberError(ValueError):
+    """A sentence's maps hold NaN: no head's prediction is defined (argmax would pick the NaN)."""
 
 
 def score_sentences(sentences: Sequence[ScoredSentence], vocabulary: Mapping[str, int], offsets: np.ndarray,
@@ -180,10 +188,11 @@ def count_predictions(sentences: Sequence[PredictedSentence], vocabulary: Mappin
     heads = np.fromiter(chain.from_iterable(sentence.heads for sentence in sentences), np.int64, int(word_start[-1]))
     if np.any(heads >= n_words[sentence_of_word]):
         raise ValueError("a gold head past its sentence's last word")
+    words = np.concatenate([sentence.words for sentence in sentences] or [np.zeros(0)]).astype(np.int64)
+    if np.any(words >= np.repeat(n_words, n_units)):  # it would count in the next sentence's place
+        raise ValueError("a word unit past its sentence's last word")
     unit_of_word = np.full(len(heads), -1, dtype=np.int64)  # each word's unit, numbered across the window
-    if len(sentences):
-        unit_of_word[np.concatenate([sentence.words for sentence in sentences]).astype(np.int64)
-                     + np.repeat(word_start[:-1], n_units)] = np.arange(unit_start[-1])
+    unit_of_word[words + np.repeat(word_start[:-1], n_units)] = np.arange(unit_start[-1])
     head_of_word = np.where(heads >= 0, heads + word_start[sentence_of_word], 0)
     kept = np.flatnonzero((unit_of_word >= 0) & ((heads < 0) | (unit_of_word[head_of_word] >= 0)))
     skipped = len(heads) - len(kept)
@@ -246,7 +255,7 @@ def count_predictions(sentences: Sequence[PredictedSentence], vocabulary: Mappin
 def score_sentence(maps: np.ndarray, unit_word: np.ndarray, heads: Sequence[int], deprels: Sequence[str],
                    vocabulary: Mapping[str, int], offsets: np.ndarray,
                    memberships: Memberships | None = None, *, causal: bool = False) -> SentenceCounts:
-    """Per-relation correct counts of every head (and every offset) on one sentence: a group of one.
+    """Per-relation correct counts of every head (and every offset) on one sentence: a window of one.
 
     ``maps`` is (layers, heads, U, U) at word level; ``heads``/``deprels`` are
     the sentence's gold tree (0-based heads, -1 root).
@@ -256,5 +265,6 @@ def score_sentence(maps: np.ndarray, unit_word: np.ndarray, heads: Sequence[int]
 
 
 def window_is_full(sentences: Sized) -> bool:
-    """Whether the sentences gathered for one :func:`score_sentences` call have reached WINDOW_SENTENCES."""
+    """Whether the sentences gathered for one window (one :func:`count_predictions` call) have reached
+    WINDOW_SENTENCES."""
     return len(sentences) >= WINDOW_SENTENCES
