@@ -332,3 +332,15 @@ def test_the_held_out_protocol_selects_on_one_split_and_scores_on_the_other(tmp_
     assert (same["head"], same["accuracy"]) == (1, 0.7)  # [C]'s protocol: best on dev itself
     assert held_out["baseline_offset"] == -1 and held_out["baseline_accuracy"] == 0.1
     assert HEAD_TO_DEP not in {r["direction"] for r in rows}  # `all` is dependent -> head only
+
+
+def test_a_head_outside_the_sentence_and_a_token_past_its_words_are_named(tmp_path):
+    from workflow_scripts.attention.annotate import read_trees
+    from workflow_scripts.attention.reader import ExampleMaps, to_word_level
+
+    annotation = write_annotation(tmp_path / "bad.parquet", {4: (WORDS, UPOS, [len(WORDS), *HEADS[1:]], DEPRELS)})
+    with pytest.raises(AtlasError, match=r"bad.parquet: example 4 has a head outside its 6 words"):
+        read_trees(annotation)
+    maps = ExampleMaps(7, np.ones((1, 1, 3, 3), np.float16) / 3)
+    with pytest.raises(AtlasError, match="example 7: a token belongs to word 2, but the example has 2 words"):
+        to_word_level(maps, np.array([-1, 0, 2]), 2)

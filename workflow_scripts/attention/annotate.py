@@ -172,5 +172,8 @@ def read_trees(annotation_path: str | Path, example_ids: list[int] | None = None
         if head is None or deprel is None:
             raise AtlasError(f"{annotation_path}: example {eid} has no dependency tree; the syntax analyses "
                              "need gold trees (ewt, gum)")
+        if any(h < -1 or h >= len(words) for h in head):
+            raise AtlasError(f"{annotation_path}: example {eid} has a head outside its {len(words)} words ({head}); "
+                             "delete the table and rerun snakemake to rebuild it")
         trees[int(eid)] = (words, upos, head, deprel)
     return trees

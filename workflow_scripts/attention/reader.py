@@ -296,7 +296,10 @@ def to_word_level(example: ExampleMaps, token_word: np.ndarray, n_words: int,
     if len(token_word) != example.n_tokens:
         raise AtlasError(f"example {example.example_id}: the token table has {len(token_word)} tokens, the dump "
                          f"{example.n_tokens}; the token table and dump are out of step, rerun snakemake")
-    token_unit, unit_word = word_units(token_word, n_words)
+    try:
+        token_unit, unit_word = word_units(token_word, n_words)
+    except AtlasError as error:
+        raise AtlasError(f"example {example.example_id}: {error}") from None
     maps = example.attention if layers is None else example.attention[layers]
     return ExampleMaps(example.example_id, tokens_to_words(maps, token_unit, len(unit_word)),
                        unit_word=unit_word, token_unit=token_unit)
