@@ -18,9 +18,8 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,9 +33,11 @@ from ..core.file_records import GrowingFileDigest, file_entry, write_sealed_json
 from ..core.io import atomic_path, read_metadata
 from ..core.subjects import DEFAULT_SIGNAL
 from ..models.families import family_of
-from .layout import FULL, LOWER_TRIANGLE, pack, stored_values
+from .columns import layers_column, maps_column
+from .layout import FULL, LOWER_TRIANGLE
 from .shards import example_ids_digest, shard_bounds, shard_names, shard_record_path
 from .signals import SignalMaps, attention_layers, attn_implementation_for
+from .streams import in_order, stream_threads
 
 log = logging.getLogger(__name__)
 
@@ -48,13 +49,16 @@ DUMP_SCHEMA = pa.schema([
     pa.field("attention", pa.large_binary(), nullable=False),
 ])
 # "signal computation": norm and rollout's math after the forward pass (signals.SignalMaps); 0 for attention.
-# On CPU the attention weights are cast to float16 as they are copied into the column (layers_column); on a GPU,
-# and for the other signals, the cast is part of the forward pass's time.
-TIMINGS = ("forward pass", "signal computation", "float16 cast and copy into the column", "waiting for the writer",
-           "writer thread: encode, compress, write", "writer thread: sha256", "closing shards", "shard sha256")
+# On CPU the attention weights are cast to float16 as they are copied into the column (columns.layers_column); on a
+# GPU, and for the other signals, the cast is part of the forward pass's time. The first three are summed over the
+# model streams (streams.py), which overlap each other: "waiting for the model" is what the shard waited for them.
+TIMINGS = ("forward pass", "signal computation", "float16 cast and copy into the column", "waiting for the model",
+           "waiting for the writer", "writer thread: encode, compress, write", "writer thread: sha256",
+           "closing shards", "shard sha256")
 # Level 1: on real maps it stores 1.766 bytes per value against 1.756 at level 3, in 0.73x the time.
 ZSTD_LEVEL = 1
 # attention.compression (config) -> ParquetWriter arguments.
+WRITES_AHEAD = 2
 CODECS = {"lz4": {"compression": "lz4"}, "zstd": {"compression": "zstd", "compression_level": ZSTD_LEVEL},
           "none": {"compression": None}}
 
@@ -85,47 +89,6 @@ def pick_device(device: str) -> str:
     return device
 
 
-def _blob_offsets(num_maps: int, lengths: np.ndarray, layout: str, itemsize: int) -> np.ndarray:
-    sizes = [num_maps * stored_values(n, layout) * itemsize for n in lengths.tolist()]
-    return np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
-
-
-def maps_column(maps: np.ndarray, lengths: np.ndarray, layout: str, example_ids: Sequence[int]
-                ) -> pa.LargeBinaryArray:
-    """A batch's maps (batch, layers, heads, W, W) cut to each example's T x T (or its lower triangle, for the
-    ``lower_triangle`` layout: layout.py), as one Arrow column.
-
-    The blobs are copied once, straight into the column's single data buffer: no bytes object per
-    example and no second copy when Arrow builds the column.
-    """
-    offsets = _blob_offsets(maps.shape[1] * maps.shape[2], lengths, layout, maps.itemsize)
-    data = np.empty(int(offsets[-1]), dtype=np.uint8)
-    for row, n in enumerate(lengths.tolist()):
-        destination = data[offsets[row]:offsets[row + 1]].view(maps.dtype).reshape(*maps.shape[1:3], -1)
-        np.copyto(destination, pack(maps[row, :, :, :n, :n], layout, example_ids[row]).reshape(destination.shape))
-    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(lengths),
-                                            [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-
-
-def layers_column(layers: Sequence[Any], lengths: np.ndarray, layout: str, example_ids: Sequence[int]
-                  ) -> pa.LargeBinaryArray:
-    """Each layer's weights (batch, heads, W, W), cast to float16 and cut to each example's T x T (or its lower
-    triangle) straight into the column's data buffer: the same column as maps_column of the stacked float16 maps,
-    in one pass over the weights instead of two (no padded float16 batch is made)."""
-    import torch
-
-    num_layers, num_heads = len(layers), int(layers[0].shape[1])
-    offsets = _blob_offsets(num_layers * num_heads, lengths, layout, 2)
-    data = np.empty(int(offsets[-1]), dtype=np.uint8)
-    values = torch.from_numpy(data.view(np.float16))
-    for row, n in enumerate(lengths.tolist()):
-        example = values[offsets[row] // 2:offsets[row + 1] // 2].view(num_layers, num_heads, -1)
-        for layer, weights in enumerate(layers):
-            example[layer].copy_(pack(weights[row, :, :n, :n], layout, example_ids[row]).reshape(num_heads, -1))
-    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(lengths),
-                                            [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-
-
 def read_examples(token_table: str | Path) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
     """Example ids, input ids and token type ids of every example, in data-table order."""
     table = pq.read_table(token_table, columns=["example_id", "input_id", "token_type_id"])
@@ -151,6 +114,7 @@ class Extractor:
     input_ids: list[np.ndarray]
     token_types: list[np.ndarray]
     lengths: np.ndarray
+    threads: int = 1  # torch's threads, shared by the model streams (streams.py)
     signal: str = "attention"
     signal_maps: SignalMaps | None = None  # computes the signal's maps batch by batch (signals.py)
 
@@ -190,7 +154,8 @@ def load_extractor(checkpoint_manifest: str | Path, token_table: str | Path, *, 
                      implementation=implementation,
                      input_protocol=read_metadata(token_table).get("input_protocol", "text"),
                      example_ids=example_ids, input_ids=input_ids, token_types=token_types,
-                     lengths=np.array([len(x) for x in input_ids], dtype=np.int64), signal=signal,
+                     lengths=np.array([len(x) for x in input_ids], dtype=np.int64), threads=max(1, threads),
+                     signal=signal,
                      signal_maps=signal_maps)
 
 
@@ -255,7 +220,35 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
         timings["writer thread: encode, compress, write"] += written - began
         timings["writer thread: sha256"] += time.perf_counter() - written
 
-    stored_ids: list[np.ndarray] = []
+    def compute(batch: np.ndarray) -> tuple[pa.RecordBatch, dict[str, float]]:
+        """One batch's record and the seconds it took, on a model stream."""
+        width = int(ex.lengths[batch].max())
+        ids = np.full((len(batch), width), pad_id, dtype=np.int64)
+        types = np.zeros((len(batch), width), dtype=np.int64)
+        mask = np.zeros((len(batch), width), dtype=np.int64)
+        for row, position in enumerate(batch):
+            ids[row, :ex.lengths[position]] = ex.input_ids[position]
+            types[row, :ex.lengths[position]] = ex.token_types[position]
+            mask[row, :ex.lengths[position]] = 1
+        began = time.perf_counter()
+        inputs = (torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device),
+                  torch.from_numpy(types).to(device) if uses_token_types else None)
+        if signal == DEFAULT_SIGNAL and device == "cpu":  # cast while cutting: one pass over the weights
+            layers, signal_seconds = attention_layers(model, *inputs), 0.0
+            copied = time.perf_counter()
+            column = layers_column(layers, ex.lengths[batch], layout, ex.example_ids[batch])
+        else:
+            maps, signal_seconds = signal_maps(*inputs)
+            maps = maps.cpu().numpy()
+            copied = time.perf_counter()
+            column = maps_column(maps, ex.lengths[batch], layout, ex.example_ids[batch])
+        record = pa.record_batch([pa.array(ex.example_ids[batch], pa.int64()),
+                                  pa.array(ex.lengths[batch], pa.int32()), column], schema=schema)
+        return record, {"forward pass": copied - began - signal_seconds, "signal computation": signal_seconds,
+                        "float16 cast and copy into the column": time.perf_counter() - copied}
+
+    batches = [batch + lo for batch in length_batches(ex.lengths[lo:hi], batch_size, max_batch_tokens)]
+    streams = stream_threads(ex.threads, device, signal)
     with ExitStack() as stack:
         if writer_thread is None:
             # Parquet encoding and compression run on a writer thread while the model computes the next batch.
@@ -269,40 +262,19 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
         # the hash on the model's critical path.
         digest = GrowingFileDigest(tmp)
         pending: list[Future] = []
-        for batch in length_batches(ex.lengths[lo:hi], batch_size, max_batch_tokens):
-            batch = batch + lo
-            stored_ids.append(ex.example_ids[batch])
-            width = int(ex.lengths[batch].max())
-            ids = np.full((len(batch), width), pad_id, dtype=np.int64)
-            types = np.zeros((len(batch), width), dtype=np.int64)
-            mask = np.zeros((len(batch), width), dtype=np.int64)
-            for row, position in enumerate(batch):
-                ids[row, :ex.lengths[position]] = ex.input_ids[position]
-                types[row, :ex.lengths[position]] = ex.token_types[position]
-                mask[row, :ex.lengths[position]] = 1
+        computed = stack.enter_context(closing(in_order(compute, batches, streams)))
+        for _ in batches:
             began = time.perf_counter()
-            inputs = (torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device),
-                      torch.from_numpy(types).to(device) if uses_token_types else None)
-            if signal == DEFAULT_SIGNAL and device == "cpu":  # cast while cutting: one pass over the weights
-                layers, signal_seconds = attention_layers(model, *inputs), 0.0
-                copied = time.perf_counter()
-                column = layers_column(layers, ex.lengths[batch], layout, ex.example_ids[batch])
-            else:
-                maps, signal_seconds = signal_maps(*inputs)
-                maps = maps.cpu().numpy()
-                copied = time.perf_counter()
-                column = maps_column(maps, ex.lengths[batch], layout, ex.example_ids[batch])
-            record = pa.record_batch([pa.array(ex.example_ids[batch], pa.int64()),
-                                      pa.array(ex.lengths[batch], pa.int32()), column], schema=schema)
+            record, seconds = next(computed)
             waiting = time.perf_counter()
+            for part, part_seconds in seconds.items():
+                timings[part] += part_seconds
+            timings["waiting for the model"] += waiting - began
             # At most two batches wait for the writer, so memory stays flat however many
             # examples a shard holds, even when writing is slower than the model.
-            while len(pending) >= 2:
+            while len(pending) >= WRITES_AHEAD:
                 pending.pop(0).result()
             pending.append(writer_thread.submit(timed_write, writer, record, digest))
-            timings["forward pass"] += copied - began - signal_seconds
-            timings["signal computation"] += signal_seconds
-            timings["float16 cast and copy into the column"] += waiting - copied
             timings["waiting for the writer"] += time.perf_counter() - waiting
         began = time.perf_counter()
         for future in pending:
@@ -317,7 +289,7 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
     shard = {"file": name, "rows": hi - lo, "first_position": lo,
              "example_ids": [int(ex.example_ids[lo]), int(ex.example_ids[hi - 1])] if hi > lo else [],
              "bytes": destination.stat().st_size, "sha256": sha256,
-             "example_ids_sha256": example_ids_digest(np.concatenate(stored_ids) if stored_ids
+             "example_ids_sha256": example_ids_digest(ex.example_ids[np.concatenate(batches)] if batches
                                                       else np.zeros(0, np.int64)),
              "run_id": run_id}
     seconds = time.perf_counter() - started

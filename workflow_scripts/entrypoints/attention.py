@@ -38,6 +38,9 @@ def token_table(smk: Any) -> None:
 def extract_attention(smk: Any) -> None:
     """One shard of a dump (its shard wildcard) of the subject's signal (params.signal, docs/signals.md);
     attention_dump_manifest gathers the shards."""
+    from ..core.malloc import reuse_freed_memory
+
+    reuse_freed_memory()  # freed batches' memory reused, not mapped afresh at every batch (core/malloc.py)
     from ..attention.extract import extract_shard
     from ..attention.shards import shard_names, shard_record_path
 
