@@ -4,7 +4,7 @@ glibc's defaults hand large freed blocks back to the kernel: blocks of more than
 by one, freed memory at the top of the heap is trimmed, and each thread that allocates gets an arena of its own,
 whose heaps are unmapped once empty. A forward pass that keeps every layer's attention weights (batch x heads x
 T x T, float32) then takes its memory from the kernel afresh at every batch, and each new page costs a page fault:
-on the 2-core machine of docs/attention.md, 1-2.5 s of system time in 300 examples, more than the writing of the
+on the 2-core machine of docs/attention.md, 0.6-2.5 s of system time in 300 examples, more than the writing of the
 dump's bytes. With one arena, no mapping of single blocks and no trimming, freed memory is reused by the next batch:
 the process keeps the peak of one batch's memory, which does not grow with the examples.
 """
