@@ -75,9 +75,11 @@ def write_mirror(root: Path) -> Path:
     return root
 
 
-def write_tiny_study(work: Path, model: Path) -> Path:
+def write_tiny_study(work: Path, model: Path, num_shards: int = 1) -> Path:
     """A tiny study in ``work``: a tiny mirror (``work/mirror``) and ``work/tiny.yaml`` for the tiny model
-    saved in ``model``; returns ``work``."""
+    saved in ``model``; returns ``work``. Each dump is one shard unless ``num_shards`` says otherwise: every
+    extraction job loads torch and the model (seconds each, the most of a tiny study's time), so only the tests of
+    sharding itself (test_e2e.py, test_damage_repair.py) pay for two."""
     mirror = write_mirror(work / "mirror")
     config = {
         "mirror": str(mirror), "offline": True,
@@ -88,7 +90,7 @@ def write_tiny_study(work: Path, model: Path) -> Path:
         "data": {"wiki": {"n_segments": 4, "seed": 1, "max_words": 24}, "treebank_splits": ["train", "dev"]},
         "annotation": {"annotator": "spacy"},
         # Every analysis also runs on the norm signal (subject tiny@norm, docs/signals.md).
-        "attention": {"checkpoints": ["pretrained", "random"], "num_shards": 2, "threads": 1,
+        "attention": {"checkpoints": ["pretrained", "random"], "num_shards": num_shards, "threads": 1,
                       "signals": ["attention", "norm"],
                       "corpora": {"wiki": ["segments"], "ewt": ["train", "dev"], "gum": ["dev"]}},
         # Diagnostic sequences short enough for the tiny model's max_length (24 in one rerun test).

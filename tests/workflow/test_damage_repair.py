@@ -38,7 +38,7 @@ RANDOM = Path("results/checkpoints/tiny/random")
 @pytest.fixture(scope="module")
 def small(tmp_path_factory, tiny_bert):
     """The small study, built once; ``reference`` holds its undamaged tables."""
-    work = write_tiny_study(tmp_path_factory.mktemp("damage"), tiny_bert)
+    work = write_tiny_study(tmp_path_factory.mktemp("damage"), tiny_bert, num_shards=2)
     config = yaml.safe_load((work / "tiny.yaml").read_text())
     config["study"].update(tasks=[], wiki=False, glove=False, treebanks=["ewt"])
     config["attention"].update(corpora={"ewt": ["train", "dev"]}, signals=["attention"])
