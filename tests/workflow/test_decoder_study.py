@@ -12,6 +12,8 @@ from support.mirror import write_tiny_study
 from support.workflow_runs import snakemake
 from workflow_scripts.core.labels import CAUSAL_DIRECTIONS
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, tiny_gpt2):
