@@ -15,7 +15,7 @@ from support.tiny_dumps import tiny_dump as _dump
 from support.tiny_dumps import whitespace_annotation as _whitespace_annotation
 from support.tiny_models import write_manifest
 from workflow_scripts.attention.annotate import build_annotation
-from workflow_scripts.attention.extract import extract_attention, length_batches
+from workflow_scripts.attention.extract import extract_attention, length_batches, shard_batches
 from workflow_scripts.attention.reader import AttentionDump, CorruptShardError
 from workflow_scripts.attention.shards import (
     RECORD_DIR,
@@ -160,6 +160,15 @@ def test_batches_group_similar_lengths_and_respect_the_token_budget():
     for batch in batches:
         assert len(batch) <= 3 and lengths[batch].max() * len(batch) <= 100
     assert [sorted(lengths[b].tolist()) for b in batches][0] == [5, 6, 7]
+
+
+def test_shard_batches_stay_within_their_shard_and_cover_it_once():
+    lengths = np.array([5, 50, 6, 49, 7, 48, 8, 47, 9, 46])
+    shards = [shard_batches(lengths, index, 4, batch_size=2, max_batch_tokens=100) for index in range(4)]
+    for index, (lo, hi) in enumerate(zip(shard_bounds(10, 4)[:-1], shard_bounds(10, 4)[1:])):
+        assert sorted(np.concatenate(shards[index]).tolist()) == list(range(lo, hi))
+    # Within shard 1 (positions 2-4: lengths 6, 49, 7) the short examples share a batch, as length_batches groups them.
+    assert [batch.tolist() for batch in shards[1]] == [[2, 4], [3]]
 
 
 def test_shards_split_examples_into_fixed_contiguous_ranges():

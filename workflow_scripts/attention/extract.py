@@ -80,6 +80,15 @@ def length_batches(lengths: np.ndarray, batch_size: int, max_batch_tokens: int) 
     return batches
 
 
+def shard_batches(lengths: np.ndarray, index: int, n_shards: int, batch_size: int, max_batch_tokens: int
+                  ) -> list[np.ndarray]:
+    """Shard ``index``'s batches (length_batches within the shard's positions, shard_bounds), as positions in the
+    data table, in the order extraction computes and stores them."""
+    bounds = shard_bounds(len(lengths), n_shards)
+    lo, hi = int(bounds[index]), int(bounds[index + 1])
+    return [batch + lo for batch in length_batches(lengths[lo:hi], batch_size, max_batch_tokens)]
+
+
 def pick_device(device: str) -> str:
     import torch
 
@@ -248,7 +257,7 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
         return record, {"forward pass": copied - began - signal_seconds, "signal computation": signal_seconds,
                         "float16 cast and copy into the column": time.perf_counter() - copied}
 
-    batches = [batch + lo for batch in length_batches(ex.lengths[lo:hi], batch_size, max_batch_tokens)]
+    batches = shard_batches(ex.lengths, index, n_shards, batch_size, max_batch_tokens)
     streams = stream_threads(ex.threads, device, signal)
     with ExitStack() as stack:
         if writer_thread is None:
