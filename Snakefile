@@ -40,9 +40,15 @@ import sys
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from workflow_scripts.core import failures, results_lock
+from snakemake.settings.types import DeploymentMethod
+
+from workflow_scripts.core import failures, results_lock, warm_start
 from workflow_scripts.core.closing_message import on_success
 from workflow_scripts.core.errors import AtlasError
+
+# The jobs of a local run start warm: forked from a process that has imported torch, transformers and the workflow
+# once (workflow_scripts/core/warm_start.py); a cluster's jobs run on other nodes, a conda env's in its own Python.
+WARM_SERVER = []
 
 
 onstart:
@@ -50,11 +56,14 @@ onstart:
         results_lock.on_start(workflow, STUDY.results, warn=logger.warning, note=logger.info)
     except AtlasError as error:
         raise WorkflowError(str(error)) from None
+    if workflow.local_exec and DeploymentMethod.CONDA not in workflow.deployment_settings.deployment_method:
+        WARM_SERVER.append(warm_start.start(workflow.basedir, STUDY.offline))
 
 
 # A successful run of the whole study ends with where its explorer pages are and the command that
 # builds the report (workflow_scripts/core/closing_message.py).
 onsuccess:
+    warm_start.stop(*WARM_SERVER)
     results_lock.release(STUDY.results)
     if message := on_success(workflow, STUDY.results, sys.argv):
         logger.info(message)
@@ -63,6 +72,7 @@ onsuccess:
 # A failed run ends with one block per failed job: its message and fix as the job recorded them,
 # and its log (workflow_scripts/core/failures.py); tracebacks stay in the logs.
 onerror:
+    warm_start.stop(*WARM_SERVER)
     results_lock.release(STUDY.results)
     if message := failures.report(workflow):
         logger.error(message)

@@ -1,4 +1,4 @@
-"""Shared fixtures for every test folder: tiny models built by the tests themselves.
+"""Shared fixtures for every test folder: tiny models built by the tests themselves, and the tiny study built once.
 
 Plain helpers (no fixtures) live in tests/support and are imported from there, never from here.
 """
@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from support.mirror import write_tiny_study
 from support.tiny_models import save_tiny_model
+from support.workflow_runs import console, snakemake
 
 
 @pytest.fixture(scope="session")
@@ -52,3 +54,15 @@ def tiny_stanza(tmp_path_factory) -> dict:
     from support.stanza_models import train_tiny_stanza
 
     return train_tiny_stanza(tmp_path_factory.mktemp("tiny-stanza"))
+
+
+@pytest.fixture(scope="session")
+def tiny_study(tmp_path_factory, tiny_bert) -> Path:
+    """The tiny study (tests/support/mirror.py: every stage on the tiny BERT, a tiny mirror, two shards per dump),
+    built with the real DAG once per test session: the end-to-end tests of the study as a whole read it, and those
+    that damage, rerun or extend it work on a copy of their own (``support.workflow_runs.copy_study``). Never write
+    into it."""
+    work = write_tiny_study(tmp_path_factory.mktemp("tiny-study"), tiny_bert, num_shards=2, relative_mirror=True)
+    result = snakemake(work)
+    assert result.returncode == 0, console(result)[-6000:]
+    return work

@@ -2,21 +2,20 @@
 
 The tool drives the system's Chromium (/usr/bin/chromium, Debian's package) through playwright, the ``browser``
 extra; either missing, the test skips and says which. CI installs only ``.[dev]``, so there it skips unless
-playwright is installed too. It builds the whole tiny DAG first, hence e2e.
+playwright is installed too. It reads the shared tiny study, built with the whole DAG, hence e2e.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from support.mirror import write_tiny_study
 from support.paths import REPO
+from support.workflow_runs import snakemake
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -29,20 +28,11 @@ pytestmark = [
 ]
 
 
-def _snakemake(work: Path, *args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
-               "--configfile", str(work / "tiny.yaml"), "--cores", "2", *args]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    return subprocess.run(command, cwd=work, capture_output=True, text=True, env=env, timeout=3600)
-
-
 @pytest.fixture(scope="module")
-def report(tmp_path_factory, tiny_bert) -> Path:
-    study = write_tiny_study(tmp_path_factory.mktemp("study"), tiny_bert)
-    built = _snakemake(study)
-    assert built.returncode == 0, built.stderr[-6000:]
-    report = study / "report.html"
-    written = _snakemake(study, "--report", str(report))
+def report(tmp_path_factory, tiny_study) -> Path:
+    """The report of the shared tiny study (tests/conftest.py), written outside the study's folder."""
+    report = tmp_path_factory.mktemp("report") / "report.html"
+    written = snakemake(tiny_study, "--report", str(report))
     assert written.returncode == 0, written.stderr[-3000:]
     return report
 

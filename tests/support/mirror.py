@@ -75,14 +75,14 @@ def write_mirror(root: Path) -> Path:
     return root
 
 
-def write_tiny_study(work: Path, model: Path, num_shards: int = 1) -> Path:
+def write_tiny_study(work: Path, model: Path, num_shards: int = 1, relative_mirror: bool = False) -> Path:
     """A tiny study in ``work``: a tiny mirror (``work/mirror``) and ``work/tiny.yaml`` for the tiny model
-    saved in ``model``; returns ``work``. Each dump is one shard unless ``num_shards`` says otherwise: every
-    extraction job loads torch and the model (seconds each, the most of a tiny study's time), so only the tests of
-    sharding itself (test_e2e.py, test_damage_repair.py) pay for two."""
+    saved in ``model``; returns ``work``. Each dump is one shard unless ``num_shards`` says otherwise (the shared
+    tiny study of tests/conftest.py has two: its tests check sharding). ``relative_mirror``: the config names the
+    mirror relative to the study's folder, so that a copy of the study reads its own mirror with the same config."""
     mirror = write_mirror(work / "mirror")
     config = {
-        "mirror": str(mirror), "offline": True,
+        "mirror": "mirror" if relative_mirror else str(mirror), "offline": True,
         # One task and two treebank splits keep the DAG small but cover every stage.
         "study": {"models": ["tiny"], "tasks": ["cola"], "treebanks": ["ewt", "gum"],
                   "wiki": True, "glove": True},

@@ -2,7 +2,8 @@
 
 For each kind of damage: what reads the file refuses it (naming it), one plain ``snakemake`` run repairs it, and the
 study's tables equal those of the undamaged run. A small study (the tiny one, on EWT alone, attention only, no
-fine-tuning) keeps each repair to a few jobs: the damaged dump or checkpoint and what depends on it.
+fine-tuning, no found-heads ablation) keeps each repair to a few jobs: the damaged dump or checkpoint and what depends
+on it. Each test damages a copy of its own.
 """
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ import numpy as np
 import pytest
 import yaml
 
-from support.mirror import write_tiny_study
 from support.paths import REPO
-from support.workflow_runs import snakemake
+from support.workflow_runs import config_of, copy_study, snakemake
 from workflow_scripts.attention.reader import AttentionDump, CorruptShardError
 from workflow_scripts.models.checkpoints import CheckpointError, load_checkpoint
 
@@ -36,17 +36,25 @@ RANDOM = Path("results/checkpoints/tiny/random")
 
 
 @pytest.fixture(scope="module")
-def small(tmp_path_factory, tiny_bert):
-    """The small study, built once; ``reference`` holds its undamaged tables."""
-    work = write_tiny_study(tmp_path_factory.mktemp("damage"), tiny_bert, num_shards=2)
-    config = yaml.safe_load((work / "tiny.yaml").read_text())
+def small_study(tmp_path_factory, tiny_study):
+    """The small study, built once for the module from a copy of the shared tiny study (only its gathers are made
+    again); ``reference`` holds its undamaged tables."""
+    work = copy_study(tiny_study, tmp_path_factory.mktemp("damage") / "study")
+    config = config_of(work)
     config["study"].update(tasks=[], wiki=False, glove=False, treebanks=["ewt"])
     config["attention"].update(corpora={"ewt": ["train", "dev"]}, signals=["attention"])
+    config["ablation"]["found_heads"] = False  # its probe passes would rerun with every repaired dump
     (work / "tiny.yaml").write_text(yaml.safe_dump(config))
     built = snakemake(work)
     assert built.returncode == 0, built.stderr[-4000:]
     shutil.copytree(work / "results" / "tables", work / "reference" / "tables")
     return work
+
+
+@pytest.fixture
+def small(small_study, tmp_path):
+    """A copy of the small study for one test to damage and repair."""
+    return copy_study(small_study, tmp_path / "study")
 
 
 def _repaired(work: Path, *named: str) -> str:

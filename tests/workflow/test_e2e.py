@@ -1,8 +1,10 @@
-"""End to end: the real Snakemake DAG on a tiny study (tiny model, tiny mirror: the ``study`` fixture of
-tests/workflow/conftest.py, written by tests/support/mirror.py).
+"""End to end: the real Snakemake DAG on the tiny study (tiny model, tiny mirror, two shards per dump: the session's
+``tiny_study`` of tests/conftest.py, written by tests/support/mirror.py and built once).
 
 Also checks the promises of incremental reruns: a second run does nothing, and
-touching one source file reruns its table and what depends on it, nothing else.
+touching one source file reruns its table and what depends on it, nothing else. The tests that only read the study
+or dry-run it read the shared build; those that change it (a source, a shard, a killed job, a setting) each take a
+copy of their own, so that none depends on another's leftovers or on the order they run in.
 """
 
 from __future__ import annotations
@@ -11,17 +13,23 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-import yaml
 
-from support.paths import REPO
-from support.workflow_runs import snakemake
+from support.workflow_runs import (
+    config_of,
+    copy_study,
+    finished_rules,
+    offline_env,
+    planned_outputs,
+    snakemake,
+    snakemake_command,
+    with_config,
+)
 from workflow_scripts.core.io import read_metadata
 
 pytestmark = pytest.mark.e2e
@@ -30,16 +38,16 @@ pytestmark = pytest.mark.e2e
 STUDY_WIDE = ("results/tables/", "results/figures/")
 
 
-def planned_outputs(result: subprocess.CompletedProcess) -> set[str]:
-    return {p.strip() for line in re.findall(r"^\s+output: (.*)$", result.stdout + result.stderr, re.MULTILINE)
-            for p in line.split(",")}
+@pytest.fixture
+def built(tiny_study) -> Path:
+    """The shared tiny study, built: read it or dry-run it, never write into it."""
+    return tiny_study
 
 
-@pytest.fixture(scope="module")
-def built(study):
-    result = snakemake(study)
-    assert result.returncode == 0, result.stderr[-6000:]
-    return study
+@pytest.fixture
+def own(tiny_study, tmp_path) -> Path:
+    """A copy of the built tiny study for a test that changes it."""
+    return copy_study(tiny_study, tmp_path / "study")
 
 
 def test_full_tiny_study_builds(built):
@@ -79,21 +87,18 @@ def test_second_run_does_nothing(built):
     assert "Nothing to be done" in result.stdout + result.stderr
 
 
-def test_editing_one_source_reruns_only_its_table_and_dependents(built):
+def test_editing_one_source_reruns_only_its_table_and_dependents(own):
     # An edit, not a bare touch: Snakemake 9 keeps checksums of small inputs and rightly
     # rebuilds nothing when a touched file's content is unchanged.
-    source = built / "mirror" / "glove" / "glove.6B.50d.first50000.txt"
+    source = own / "mirror" / "glove" / "glove.6B.50d.first50000.txt"
     original = source.read_text()
-    try:
-        source.write_text(original + "cat " + " ".join(["0.5"] * 50) + "\n")
-        later = time.time() + 5
-        os.utime(source, (later, later))
-        result = snakemake(built, "--dry-run")
-    finally:
-        # Later tests dry-run other changes against this study; it must be up to date again.
-        source.write_text(original)
+    source.write_text(original + "cat " + " ".join(["0.5"] * 50) + "\n")
+    later = time.time() + 5
+    os.utime(source, (later, later))
+    result = snakemake(own, "--dry-run")
+    source.write_text(original)
     assert result.returncode == 0, result.stderr[-3000:]
-    restored = snakemake(built, "--dry-run")
+    restored = snakemake(own, "--dry-run")
     assert "Nothing to be done" in restored.stdout + restored.stderr, "restoring the content must restore the state"
     outputs = planned_outputs(result)
     data_tables = {o for o in outputs if o.startswith("results/data/")}
@@ -103,25 +108,17 @@ def test_editing_one_source_reruns_only_its_table_and_dependents(built):
     assert not stray, sorted(stray)
 
 
-def _config(work: Path) -> dict:
-    return yaml.safe_load((work / "tiny.yaml").read_text())
-
-
-def _dry_run_with(work: Path, config: dict) -> set[str]:
-    changed = work / "changed.yaml"
-    changed.write_text(yaml.safe_dump(config))
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
-               "--configfile", str(changed), "--cores", "2", "--dry-run"]
-    result = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=600,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+def _dry_run_with(work: Path, config: dict, folder: Path) -> set[str]:
+    """The outputs a dry run of ``work`` plans under ``config`` (written in ``folder``, not in the study)."""
+    result = with_config(work, config, "--dry-run", name=str(folder / "changed.yaml"))
     assert result.returncode == 0, result.stderr[-3000:]
     return planned_outputs(result)
 
 
-def test_adding_a_task_adds_exactly_that_tasks_branch(built):
-    config = _config(built)
+def test_adding_a_task_adds_exactly_that_tasks_branch(built, tmp_path):
+    config = config_of(built)
     config["study"]["tasks"] = [*config["study"]["tasks"], "rte"]
-    outputs = _dry_run_with(built, config)
+    outputs = _dry_run_with(built, config, tmp_path)
     assert "results/data/rte/train.parquet" in outputs and "results/data/rte/dev.parquet" in outputs
     assert any("rte.seed" in o for o in outputs), "the new task must be fine-tuned"
     # The pattern classifier is trained on maps of every task, so it is study-wide too (one per signal).
@@ -133,28 +130,28 @@ def test_adding_a_task_adds_exactly_that_tasks_branch(built):
     assert not stray, f"outputs outside the rte branch would be rebuilt: {sorted(stray)}"
 
 
-def test_changing_a_models_max_length_reruns_its_extraction_and_downstream_only(built):
-    config = _config(built)
+def test_changing_a_models_max_length_reruns_its_extraction_and_downstream_only(built, tmp_path):
+    config = config_of(built)
     config["models"]["tiny"]["max_length"] = 24
-    outputs = _dry_run_with(built, config)
+    outputs = _dry_run_with(built, config, tmp_path)
     assert any(o.startswith("results/tokens/tiny/") for o in outputs)
     assert any(o.startswith("results/attention/tiny/") for o in outputs)
     upstream = {o for o in outputs if o.startswith(("results/data/", "results/annotation/", "results/models/"))}
     assert not upstream, f"data, annotation and model cards do not depend on max_length: {sorted(upstream)}"
 
 
-def test_changing_an_analysis_threshold_reruns_only_that_analysis_its_figures_and_the_report(built):
-    config = _config(built)
+def test_changing_an_analysis_threshold_reruns_only_that_analysis_its_figures_and_the_report(built, tmp_path):
+    config = config_of(built)
     config.setdefault("surface", {})["behaviour_threshold"] = 0.4
-    outputs = _dry_run_with(built, config)
+    outputs = _dry_run_with(built, config, tmp_path)
     assert "results/tables/head_clusters.csv" in outputs and "results/figures/surface/head_clusters.png" in outputs
     report_parts = ("results/figures/summary/", "results/tables/paper_comparison.csv", "results/explorer/")
     stray = {o for o in outputs if not ("head_clusters" in o or "head_distances" in o or o.startswith(report_parts))}
     assert not stray, f"the behaviour threshold only feeds the clustering: {sorted(stray)}"
 
 
-def test_the_report_assembles_every_figure_and_table(built):
-    report = built / "report.html"
+def test_the_report_assembles_every_figure_and_table(built, tmp_path):
+    report = tmp_path / "report.html"
     result = snakemake(built, "--report", str(report))
     assert result.returncode == 0, result.stderr[-3000:]
     html = report.read_text()
@@ -181,10 +178,10 @@ def test_treebanks_are_fed_as_gold_words_and_every_table_says_so(built):
         assert set(pd.read_csv(results / "tables" / f"{table}.csv")["input_protocol"]) == {"words"}, table
 
 
-def test_changing_the_input_protocol_reruns_only_the_treebank_branch(built):
-    config = _config(built)
+def test_changing_the_input_protocol_reruns_only_the_treebank_branch(built, tmp_path):
+    config = config_of(built)
     config["attention"]["input_protocol"] = "text"
-    outputs = _dry_run_with(built, config)
+    outputs = _dry_run_with(built, config, tmp_path)
     token_tables = {o for o in outputs if o.startswith("results/tokens/")}
     corpora = ("ewt/train", "ewt/dev", "gum/dev", "gumwin/dev")
     assert token_tables == {f"results/tokens/tiny/{c}.parquet" for c in corpora}
@@ -194,8 +191,9 @@ def test_changing_the_input_protocol_reruns_only_the_treebank_branch(built):
     assert not untouched, f"text corpora are fed as written under both protocols: {sorted(untouched)}"
 
 
-def test_a_corrupt_shard_fails_the_analysis_and_the_next_plain_run_rebuilds_it(built):
-    dump = built / "results" / "attention" / "tiny" / "pretrained" / "ewt" / "dev"
+def test_a_corrupt_shard_fails_the_analysis_and_the_next_plain_run_rebuilds_it(own):
+    # The coreference windows' dump: one analysis reads it (coreference scoring), so the repair stays small.
+    dump = own / "results" / "attention" / "tiny" / "pretrained" / "gumwin" / "dev"
     shard = dump / "shard-0001-of-0002.parquet"
     before = shard.stat()
     data = bytearray(shard.read_bytes())
@@ -204,42 +202,37 @@ def test_a_corrupt_shard_fails_the_analysis_and_the_next_plain_run_rebuilds_it(b
     # Silent corruption (bit rot, a bad disk): the file's size and time stay, so the plan, which hashes a file
     # only where one of them changed, does not see it (tests/workflow/test_damage_repair.py: where it does).
     os.utime(shard, ns=(before.st_atime_ns, before.st_mtime_ns))
-    # The dependency scores must be rebuilt (a setting of theirs changed), so they read the dump.
-    config = _config(built)
-    config.setdefault("syntax", {})["max_offset"] = 4
-    (built / "offset4.yaml").write_text(yaml.safe_dump(config))
-    failed = snakemake(built, configfile="offset4.yaml")
+    # The dump's coreference scores are made again, so they read the dump.
+    scores = "results/analysis/syntax/tiny/pretrained/coreference/gumwin_dev.parquet"
+    failed = snakemake(own, scores, "--forcerun", "coreference_scores")
     assert failed.returncode != 0
-    # The corrupt shard's scoring job meets it (dependency scoring runs one job per shard, then a gather).
-    log = (built / "results" / "logs" / "syntax" / "tiny_pretrained_dependency_ewt_dev.shard-0001-of-0002.log"
-           ).read_text()
-    named = "attention shard results/attention/tiny/pretrained/ewt/dev/shard-0001-of-0002.parquet is corrupt"
+    log = (own / "results" / "logs" / "syntax" / "tiny_pretrained_coreference.log").read_text()
+    named = "attention shard results/attention/tiny/pretrained/gumwin/dev/shard-0001-of-0002.parquet is corrupt"
     assert named in log and "run snakemake again" in log, log[-2000:]
-    rebuilt = snakemake(built, configfile="offset4.yaml")  # plain again: no target, no option
+    rebuilt = snakemake(own)  # plain: no target, no option
     assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
-    assert "extract_attention" in rebuilt.stdout + rebuilt.stderr
+    assert "extract_attention" in finished_rules(rebuilt)
     assert (dump / "manifest.json").exists() and pq.ParquetFile(shard).metadata.num_rows > 0
-    assert (built / "results/analysis/syntax/tiny/pretrained/dependency/ewt_dev.parquet").exists()
-    final = snakemake(built, "--dry-run", configfile="offset4.yaml")
+    assert (own / scores).exists()
+    final = snakemake(own, "--dry-run")
     assert "Nothing to be done" in final.stdout + final.stderr
 
 
-def test_a_job_killed_mid_run_leaves_nothing_a_rerun_trusts(built):
-    # Runs late: the next plain run rebuilds the half-made wiki dump and what reads it.
-    dump = built / "results" / "attention" / "tiny" / "pretrained" / "wiki" / "segments"
-    logs = built / "results" / "logs" / "attention"
-    shard_logs = "tiny_pretrained_wiki_segments.shard-*.log"  # one extract_attention job per shard
+def test_a_job_killed_mid_run_leaves_nothing_a_rerun_trusts(own):
+    # GUM's dev dump: no analysis of the tiny study reads it (its coreference windows have a dump of their own), so
+    # only the plan's check of the results folder sees that the killed run left it half made.
+    dump = own / "results" / "attention" / "tiny" / "pretrained" / "gum" / "dev"
+    logs = own / "results" / "logs" / "attention"
+    shard_logs = "tiny_pretrained_gum_dev.shard-*.log"  # one extract_attention job per shard
     for stale in logs.glob(shard_logs):
         stale.unlink()
     # The target comes first: --forcerun takes every word after it as a rule or file to force.
-    target = "results/attention/tiny/pretrained/wiki/segments/manifest.json"
-    command = [sys.executable, "-m", "snakemake", target, "--snakefile", str(REPO / "Snakefile"),
-               "--directory", str(built), "--configfile", str(built / "tiny.yaml"), "--cores", "1",
-               "--forcerun", "extract_attention"]
-    output = built / "killed_run.txt"
+    target = "results/attention/tiny/pretrained/gum/dev/manifest.json"
+    command = snakemake_command(own, target, "--forcerun", "extract_attention", cores=1)
+    output = own / "killed_run.txt"
     with open(output, "w") as sink:
-        job = subprocess.Popen(command, cwd=built, stdout=sink, stderr=subprocess.STDOUT,
-                               env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True)
+        job = subprocess.Popen(command, cwd=own, stdout=sink, stderr=subprocess.STDOUT, env=offline_env(),
+                               start_new_session=True)
         deadline = time.time() + 300
         # Killed once a shard job has begun: its log is there and it has retired the dump's manifest
         # (the gather writes the manifest; a shard job removes it first thing, before loading the model).
@@ -257,37 +250,30 @@ def test_a_job_killed_mid_run_leaves_nothing_a_rerun_trusts(built):
     # profile sets rerun-incomplete): the dry run and the run below take no extra flag.
     # The half-made dump is found by the plan (its manifest is missing while its shards' records are there) and
     # gathered again (workflow_scripts/study/integrity.py), although no planned analysis needs it rebuilt.
-    plain = snakemake(built, "--dry-run")
+    plain = snakemake(own, "--dry-run")
     assert plain.returncode == 0, (plain.stdout + plain.stderr)[-3000:]
     assert target in planned_outputs(plain), (plain.stdout + plain.stderr)[-3000:]
-    rerun = snakemake(built)
+    rerun = snakemake(own)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert (dump / "manifest.json").exists()
-    final = snakemake(built, "--dry-run")
+    final = snakemake(own, "--dry-run")
     assert "Nothing to be done" in final.stdout + final.stderr
     assert not list(dump.glob(".*.partial")), "the killed job's partial file outlived the next run"
 
 
-def test_shards_per_analysis_job_change_the_jobs_not_the_tables(built):
-    """attention.analysis_shards_per_job 2 over the tiny study's 2 shards: one job per dump, the same tables.
-    (Last in this module: it leaves the study built under the changed config.)"""
-    results = built / "results"
+def test_shards_per_analysis_job_change_the_jobs_not_the_tables(own):
+    """attention.analysis_shards_per_job 2 over the tiny study's 2 shards: one job per dump, the same tables."""
+    results = own / "results"
     surface = results / "analysis" / "surface" / "tiny" / "pretrained" / "surface_heads.csv"
     scores = results / "analysis" / "syntax" / "tiny" / "pretrained" / "dependency" / "ewt_dev.parquet"
-    targets = str(surface.relative_to(built)), str(scores.relative_to(built))
-    # Up to date first under the study's own config (the test before this one leaves it so; the dump is named in
-    # case it runs alone).
-    dump = "results/attention/tiny/pretrained/wiki/segments/manifest.json"
-    assert snakemake(built, dump, *targets).returncode == 0
+    targets = str(surface.relative_to(own)), str(scores.relative_to(own))
     before = surface.read_bytes(), pq.read_table(scores)
-    config = _config(built)
+    config = config_of(own)
     config["attention"]["analysis_shards_per_job"] = 2
-    (built / "grouped.yaml").write_text(yaml.safe_dump(config))
-    result = snakemake(built, *targets, configfile="grouped.yaml")
+    result = with_config(own, config, *targets, name="grouped.yaml")
     assert result.returncode == 0, result.stderr[-4000:]
-    # The jobs that ran, from Snakemake's progress lines (a real run's console leaves out the job blocks).
-    ran = set(re.findall(r"^Finished jobid: \d+ \(Rule: (\w+)\)", result.stdout + result.stderr, re.MULTILINE))
-    assert ran == {"surface_heads_shard", "surface_heads_part", "dependency_scores_shard", "dependency_scores"}
+    assert finished_rules(result) == {"surface_heads_shard", "surface_heads_part", "dependency_scores_shard",
+                                      "dependency_scores"}
     assert (surface.parent / "shards" / "surface_heads.shards-0000-0001-of-0002.parquet").exists()
     assert surface.read_bytes() == before[0]
     after = pq.read_table(scores)

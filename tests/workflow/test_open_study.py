@@ -10,16 +10,12 @@ entry plans only its branch (and the study-wide tables), and bad entries fail be
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-import yaml
 
 from support.open_corpora import (
     COREFUD_MENTIONS,
@@ -31,38 +27,22 @@ from support.open_corpora import (
     write_csv_task,
     write_open_study,
 )
-from support.paths import REPO
+from support.workflow_runs import config_of as study_config
+from support.workflow_runs import planned_outputs, snakemake, with_config
 from workflow_scripts.core.io import read_metadata
 
 pytestmark = pytest.mark.e2e
 
 
-def snakemake(work: Path, *args: str, configfile: str = "open.yaml") -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
-               str(work), "--configfile", str(work / configfile), "--cores", "2", *args]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    return subprocess.run(command, cwd=work, capture_output=True, text=True, env=env, timeout=3600)
-
-
-def planned_outputs(result: subprocess.CompletedProcess) -> set[str]:
-    return {p.strip() for line in re.findall(r"^\s+output: (.*)$", result.stdout + result.stderr, re.MULTILINE)
-            for p in line.split(",")}
-
-
 def config_of(work: Path) -> dict:
-    return yaml.safe_load((work / "open.yaml").read_text(encoding="utf-8"))
-
-
-def with_config(work: Path, config: dict, *args: str, name: str = "changed.yaml") -> subprocess.CompletedProcess:
-    (work / name).write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    return snakemake(work, *args, configfile=name)
+    return study_config(work, "open.yaml")
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("open")
     write_open_study(work, save_open_bert(work / "model"))
-    result = snakemake(work)
+    result = snakemake(work, configfile="open.yaml")
     assert result.returncode == 0, result.stderr[-6000:]
     return work
 
@@ -181,7 +161,7 @@ STUDY_WIDE = ("results/tables/", "results/figures/", "results/logs/", "results/e
 
 
 def test_a_second_run_plans_nothing(built):
-    result = snakemake(built, "--dry-run")
+    result = snakemake(built, "--dry-run", configfile="open.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Nothing to be done" in result.stdout + result.stderr
 

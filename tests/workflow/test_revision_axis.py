@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
@@ -18,7 +16,7 @@ import yaml
 from support.hub_server import HubRepo, folder_files, serve_hub
 from support.induction_gpt2 import save_induction_gpt2
 from support.mirror import write_tiny_study
-from support.paths import REPO
+from support.workflow_runs import snakemake
 
 pytestmark = pytest.mark.e2e
 HUB_ID = "atlas-test/tiny-gpt2"
@@ -55,12 +53,9 @@ def built(tmp_path_factory, tiny_roberta):
     with serve_hub([repo]) as hub:
         env.update(HF_ENDPOINT=hub.url, HF_HOME=str(work / "hf"), HF_HUB_DISABLE_TELEMETRY="1",
                    TOKENIZERS_PARALLELISM="false")
-        command = [sys.executable, "-m", "snakemake", *TARGETS, "--snakefile", str(REPO / "Snakefile"),
-                   "--directory", str(work), "--configfile", str(work / "tiny.yaml"), "--cores", "2"]
-        result = subprocess.run(command, cwd=work, capture_output=True, text=True, env=env, timeout=1200)
+        result = snakemake(work, *TARGETS, env=env, timeout=1200)
         assert result.returncode == 0, result.stderr[-6000:]
-        rerun = subprocess.run([*command, "--dry-run"], cwd=work, capture_output=True, text=True, env=env,
-                               timeout=600)
+        rerun = snakemake(work, *TARGETS, "--dry-run", env=env, timeout=600)
     return work, rerun
 
 

@@ -4,9 +4,6 @@ lexical tables on stanza's UPOS, and the report's line naming the annotator and 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -15,18 +12,11 @@ import pytest
 import yaml
 
 from support.mirror import write_tiny_study
-from support.paths import REPO
 from support.stanza_models import as_stanza_models
+from support.workflow_runs import snakemake
 from workflow_scripts.core.io import read_metadata
 
 pytestmark = [pytest.mark.e2e, pytest.mark.stanza]
-
-
-def snakemake(work: Path, *args: str, configfile: str = "stanza.yaml") -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
-               str(work), "--configfile", str(work / configfile), "--cores", "2", *args]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    return subprocess.run(command, cwd=work, capture_output=True, text=True, env=env, timeout=3600)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +35,7 @@ def study(tmp_path_factory, tiny_bert, tiny_stanza) -> Path:
 
 @pytest.fixture(scope="module")
 def built(study):
-    result = snakemake(study)
+    result = snakemake(study, configfile="stanza.yaml")
     assert result.returncode == 0, result.stderr[-6000:]
     return study
 

@@ -21,7 +21,9 @@ import logging
 import os
 import re
 import sys
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NoReturn
 
 from ..core import failures
@@ -73,6 +75,7 @@ def run(smk: Any) -> None:
         _import_all()
         function = find_entry_point(smk.rule)
         log.info("rule %s: start (threads=%s)", smk.rule, smk.threads)
+        entered = time.time()
         function(smk)
     except AtlasError as error:
         _fail(log, smk, log_path, error, bug=False)
@@ -80,7 +83,7 @@ def run(smk: Any) -> None:
         _fail(log, smk, log_path, error, bug=True)
     finally:
         sys.stderr = saved_stderr
-    log.info("rule %s: done", smk.rule)
+    log.info("rule %s: done (%s)", smk.rule, job_cost(entered))
 
 
 class _StderrToLog(io.TextIOBase):
@@ -126,6 +129,36 @@ def _fail(log: logging.Logger, smk: Any, log_path: str | None, error: Exception,
     failures.write_record(log_path, rule=smk.rule, wildcards=wildcards, error=error, bug=bug)
     # SystemExit, not the error: Python would print its traceback on stderr, that is, on the console.
     raise SystemExit(1) from None
+
+
+# The libraries whose import costs a job seconds (torch about 2 s, transformers' models 3-4 s more on a 2-core
+# machine): which of them a job imported says whether its kind needs them (docs/contributing.md, "Jobs that start
+# light").
+HEAVY_LIBRARIES = ("torch", "transformers", "sklearn", "scipy", "matplotlib", "stanza", "spacy", "datasets")
+
+
+def job_cost(entered: float) -> str:
+    """How the job started (in a warm copy of the run's server or a process of its own), how long its process has
+    run and how much of that passed before the entry point (Python, Snakemake's script preamble, this package's
+    imports), and the heavy libraries the process holds."""
+    from ..core import warm_start
+
+    age = _process_age()
+    heavy = [name for name in HEAVY_LIBRARIES if name in sys.modules]
+    how = "warm copy of the run's server" if warm_start.in_copy else "process of its own"
+    before = None if age is None else age - (time.time() - entered)
+    timing = "" if age is None else f", {age:.1f} s in all, {before:.1f} s before the entry point"
+    return f"{how}{timing}; holds {', '.join(heavy) if heavy else 'none of ' + '/'.join(HEAVY_LIBRARIES)}"
+
+
+def _process_age() -> float | None:
+    """Seconds since this process started (Linux: /proc, to the clock tick), None where that cannot be read."""
+    try:
+        started_ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return uptime - started_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _import_all() -> None:
