@@ -30,6 +30,15 @@ include: "rules/report.smk"
 include: "rules/explorer.smk"
 
 
+# Each rule's job depends on the code it runs: a digest of its entry point and of the modules that reaches, comments
+# and docstrings left out, as one more param (workflow_scripts/study/code_digest.py; docs/contributing.md). Every
+# rule runs the same script, so Snakemake's own code trigger never sees a stage's code.
+from workflow_scripts.study.code_digest import rule_digests
+
+for _name, _digest in rule_digests([r.name for r in workflow.rules]).items():
+    workflow.get_rule(_name).set_params(code_digest=_digest)
+
+
 # One run at a time per results folder, from whichever clone or working directory
 # (workflow_scripts/core/results_lock.py; it stands in for Snakemake's own lock, which the profiles
 # turn off so that a killed run needs no --unlock). onstart runs only in the main process of a real

@@ -27,6 +27,7 @@ from workflow_scripts.core import console
 from workflow_scripts.core.errors import ConfigError
 from workflow_scripts.study.config import check_schema, check_semantics, coerce_config, load_schema
 from workflow_scripts.study.build import build_study
+from workflow_scripts.study.config_sources import check_profile_configfiles, files_read, sources_line
 from workflow_scripts.study.revisions import expand_revisions
 
 # The console of a run in one screen (workflow_scripts/core/console.py): a long job table as jobs per stage,
@@ -36,6 +37,16 @@ if workflow.exec_mode == ExecMode.DEFAULT:
     console.install(logger, workflow, warn=logger.warning)
 
 CONFIG_SCHEMA = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
+
+# Which config files this run reads, in order, on its first line (and in the report); a --configfile that would
+# silently replace a profile's study config is refused (workflow_scripts/study/config_sources.py).
+CONFIG_FILES = files_read(Path(workflow.basedir) / "config.yaml", workflow.overwrite_configfiles)
+if workflow.exec_mode == ExecMode.DEFAULT:
+    try:
+        check_profile_configfiles(sys.argv[1:], workflow.overwrite_configfiles)
+    except ConfigError as error:
+        raise WorkflowError(str(error)) from None
+    logger.info(sources_line(CONFIG_FILES, workflow.config_settings.config))
 
 # --config text read as the schema's types (nested values arrive as text: attention='{num_shards: 8}'),
 # readable errors first (key, problem, fix), then Snakemake's own validate() to fill in defaults.
@@ -50,6 +61,7 @@ try:
     STUDY = build_study(config)
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
+config["_files_read"] = CONFIG_FILES  # for the report's first page (report/report_workflow.rst); not a setting
 
 for _note in STUDY.notes:
     logger.warning(_note)

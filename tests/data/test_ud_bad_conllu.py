@@ -277,3 +277,19 @@ def test_word_ids_must_run_from_one_in_order(tmp_path, ids, bad_line, found, exp
     assert str(error).startswith(f"{path}, line {bad_line}: word ID {found} where {expected} was expected "
                                  "in sentence 'ids'")
 
+
+
+def test_a_form_of_whitespace_alone_is_named_as_such(tmp_path):
+    # A no-break space is whitespace to the search for the form in the text: it was reported as text and FORM
+    # disagreeing, which they do not.
+    path = write_conllu(tmp_path / "nbsp.conllu", [
+        "# text = Odd \u00a0 form",
+        tok(1, "Odd", head=0, deprel="root"),
+        tok(2, "\u00a0", head=1, deprel="dep"),
+        tok(3, "form", head=1, deprel="dep"),
+    ])
+    with pytest.raises(InputFormatError) as info:
+        parse_conllu(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}, line 3: the FORM column holds only whitespace (U+00A0)"), message
+    assert "must agree" not in message and "put the word's characters in FORM" in message

@@ -56,6 +56,7 @@ def test_max_length_of_a_roberta_style_model(config, tmp_path, tiny_roberta):
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "roberta", "max_position_embeddings": 514,
                                                     "pad_token_id": 1}))
+    (folder / "vocab.txt").write_text("<pad>\n")  # a tokenizer: a folder without one is refused before this check
     config = _local_model(config, tmp_path, folder, max_length=514)
     message = semantic_error(config)
     assert "config key 'models.local.max_length': 514 tokens" in message
@@ -127,6 +128,7 @@ def test_norm_on_a_model_whose_family_is_not_declared_is_refused_before_any_job(
     folder = tmp_path / "albert"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "albert", "max_position_embeddings": 512}))
+    (folder / "spiece.model").write_bytes(b"")  # a tokenizer, which the config checks ask of a model folder
     config = _local_model(config, tmp_path, folder, max_length=128)
     config["attention"]["signals"] = ["attention", "norm"]
     message = semantic_error(config)

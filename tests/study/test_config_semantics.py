@@ -43,6 +43,9 @@ def test_model_path_without_config_json(config, tmp_path):
     assert f"config key 'models.local.path': {model_dir} is not a model folder (no config.json there)" in message
 
     (model_dir / "config.json").write_text("{}")
+    message = semantic_error(with_defaults(config))  # a config alone: no tokenizer (models/folder_check.py)
+    assert f"model 'local' in {model_dir} is not what it claims: it has no tokenizer" in message
+    (model_dir / "vocab.txt").write_text("[PAD]\n[UNK]\n")
     check_semantics(config)
 
 

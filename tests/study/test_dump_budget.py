@@ -37,6 +37,7 @@ def test_a_decoders_dump_is_sized_as_its_lower_triangles(tmp_path):
     folder = tmp_path / "tiny-gpt2"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_layer": 2, "n_head": 3}))
+    (folder / "vocab.txt").write_text("<|endoftext|>\n")  # a tokenizer, which the config checks ask of a folder
     study = study_of({"study": {"models": ["dec"], "tasks": [], "wiki": True},
                       "models": {"dec": {"path": str(folder), "max_length": 10}},
                       "attention": {"corpora": {"wiki": ["segments"]}, "checkpoints": ["pretrained"]},

@@ -76,3 +76,34 @@ def test_a_working_directory_named_with_directory_is_kept(tmp_path):
     assert "a folder inside the repository" not in output
     assert "'offline' is true but config key 'mirror' is not set" in output, output[-3000:]
     _left_untouched(SUBFOLDER)
+
+
+def test_a_configfile_that_would_replace_the_profiles_study_config_is_refused_with_both_named(tmp_path):
+    """Snakemake reads a profile's configfile only when the command line names none: the profile's study would be
+    gone without a word, so the run is refused before any check of the config, with the command line that keeps
+    both (docs/configuration.md)."""
+    (tmp_path / "extra.yaml").write_text("attention: {num_shards: 3}\n")
+    result = _snakemake(tmp_path, "-s", str(REPO / "Snakefile"), "--profile", str(REPO / "profiles" / "offline"),
+                        "--configfile", "extra.yaml")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    study = os.path.relpath(REPO / "profiles" / "offline" / "study.yaml", tmp_path)
+    assert (f"--configfile extra.yaml replaces the study config of --profile {REPO / 'profiles' / 'offline'} "
+            f"({study}): ") in output, output[-3000:]
+    assert f"Name both, the profile's first: --profile {REPO / 'profiles' / 'offline'} --configfile {study} " \
+           "extra.yaml" in output
+    assert "Traceback" not in output and output.count("replaces the study config") == 1, output[-3000:]
+
+
+def test_a_run_says_first_which_config_files_it_read_in_order(tmp_path):
+    """With both named, the profile's first: its study config counts (offline: true asks for a mirror), and the
+    run's first line lists config.yaml, the profile's study config and the extra file, then the --config keys."""
+    (tmp_path / "extra.yaml").write_text("attention: {num_shards: 3}\n")
+    study = REPO / "profiles" / "offline" / "study.yaml"
+    result = _snakemake(tmp_path, "-s", str(REPO / "Snakefile"), "--profile", str(REPO / "profiles" / "offline"),
+                        "--configfile", str(study), "extra.yaml", "--config", "results=elsewhere")
+    output = result.stdout + result.stderr
+    assert (f"Config read, in this order: {REPO / 'config.yaml'}, {study}, extra.yaml; then --config results"
+            in output), output[-3000:]
+    assert "'offline' is true but config key 'mirror' is not set" in output, output[-3000:]
+    assert output.index("Config read") < output.index("'offline' is true")

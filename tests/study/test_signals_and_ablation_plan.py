@@ -100,6 +100,7 @@ def test_ablating_a_model_whose_family_is_not_declared_is_refused_before_any_job
     folder = tmp_path / "albert"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "albert", "max_position_embeddings": 512}))
+    (folder / "spiece.model").write_bytes(b"")  # a tokenizer, which the config checks ask of a model folder
     local = {"study": {"models": ["local"], "tasks": ["cola"]}, "models": {"local": {"path": str(folder)}}}
     with pytest.raises(ConfigError, match=r"config key 'ablation': head ablation acts inside each layer's attention, "
                                           r"whose layout .*models/families.py does not declare for model 'local' "

@@ -30,10 +30,27 @@ def offline_env(**extra: str) -> dict[str, str]:
 
 
 def snakemake(work: Path, *args: str, configfile: str | None = "tiny.yaml", cores: int = 2,
-              env: dict[str, str] | None = None, timeout: int = 3600) -> subprocess.CompletedProcess:
+              env: dict[str, str] | None = None, timeout: int = 3600,
+              snakefile: Path = REPO / "Snakefile") -> subprocess.CompletedProcess:
     """``snakemake`` on the study in ``work``, offline unless ``env`` says otherwise, its output captured."""
-    return subprocess.run(snakemake_command(work, *args, configfile=configfile, cores=cores), cwd=work,
-                          capture_output=True, text=True, env=env or offline_env(), timeout=timeout)
+    return subprocess.run(snakemake_command(work, *args, configfile=configfile, cores=cores, snakefile=snakefile),
+                          cwd=work, capture_output=True, text=True, env=env or offline_env(), timeout=timeout)
+
+
+# What a copy of the workflow's code needs (copy_workflow): a test may then change its code, never the repository's.
+WORKFLOW_FILES = ("Snakefile", "config.yaml", "rules", "workflow_scripts", "schemas", "report", "envs", "profiles")
+
+
+def copy_workflow(target: Path) -> Path:
+    """A copy of the workflow's code at ``target``; returns its Snakefile."""
+    target.mkdir(parents=True)
+    for name in WORKFLOW_FILES:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, target / name)
+    return target / "Snakefile"
 
 
 def with_config(work: Path, config: dict, *args: str, name: str = "changed.yaml",

@@ -344,3 +344,17 @@ def test_a_head_outside_the_sentence_and_a_token_past_its_words_are_named(tmp_pa
     maps = ExampleMaps(7, np.ones((1, 1, 3, 3), np.float16) / 3)
     with pytest.raises(AtlasError, match="example 7: a token belongs to word 2, but the example has 2 words"):
         to_word_level(maps, np.array([-1, 0, 2]), 2)
+
+
+def test_a_relation_with_no_arc_is_said_once_not_per_checkpoint_and_protocol(tmp_path, caplog):
+    """'vocative' has no arc in the tiny treebank: two checkpoints, two protocols, one warning naming the split and
+    the treebank."""
+    dump, tokens, annotation = _dependency_inputs(tmp_path)
+    part = tmp_path / "dev.parquet"
+    score_dependency_heads(dump, tokens, annotation, part, max_offset=5)
+    parts = {("m", c, "ewt", s): part for c in ("pretrained", "random") for s in ("train", "dev")}
+    with caplog.at_level("WARNING", logger="workflow_scripts.syntax.dependency_selection"):
+        summarise_dependency(parts, tmp_path / "heads.csv", tmp_path / "best.csv", relations=[ALL, "vocative"],
+                             select_split="train", score_split="dev", resamples=5, seed=0)
+    assert [r.getMessage() for r in caplog.records] == [
+        "relation 'vocative' has no arc in the dev split of ewt; it is left out of dependency_best"]

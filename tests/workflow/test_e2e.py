@@ -22,7 +22,9 @@ import pytest
 
 from support.workflow_runs import (
     config_of,
+    console,
     copy_study,
+    copy_workflow,
     finished_rules,
     offline_env,
     planned_outputs,
@@ -106,6 +108,31 @@ def test_editing_one_source_reruns_only_its_table_and_dependents(own):
     # Only the probes read GloVe: nothing upstream of them and no other analysis reruns.
     stray = {o for o in outputs if not ("glove" in o or "probe" in o or o.startswith(STUDY_WIDE))}
     assert not stray, sorted(stray)
+
+
+def test_a_change_of_behaviour_in_a_module_reruns_the_jobs_that_run_it_and_a_comment_nothing(built, tmp_path):
+    """Each rule's params hold a digest of the code its entry point reaches (workflow_scripts/study/code_digest.py),
+    comments and docstrings left out: on a copy of the workflow's code, the built study stays up to date until a
+    module changes what it does, and then exactly the jobs that run it and what reads their outputs are planned."""
+    def planned(snakefile: Path) -> set[str]:
+        result = snakemake(built, "--dry-run", snakefile=snakefile)
+        assert result.returncode == 0, console(result)[-3000:]
+        return set(re.findall(r"^rule (\w+):$", console(result), re.MULTILINE))
+
+    snakefile = copy_workflow(tmp_path / "code")
+    # The copy alone: the jobs that read files of the repository by their path (the papers' values, for the
+    # comparison and the summary page) see other paths, nothing else.
+    moved = planned(snakefile)
+    assert moved <= {"paper_comparison", "summary_figure", "all"}, sorted(moved)
+    module = snakefile.parent / "workflow_scripts" / "syntax" / "coreference.py"
+    original = module.read_text(encoding="utf-8")
+    assert original.startswith('"""')
+    module.write_text(original.replace('"""', '"""Reworded. ', 1) + "\n# a comment of the end\n", encoding="utf-8")
+    assert planned(snakefile) == moved, "a comment or a docstring changes no job"
+    module.write_text(original + "\nMENTIONS_CHANGED = True\n", encoding="utf-8")  # any change of the syntax tree
+    # The coreference scores and tables run syntax/coreference.py; the rest reads coref_best.csv.
+    assert planned(snakefile) - moved == {"coreference_scores", "coreference_tables", "found_heads",
+                                          "found_heads_table", "head_explorer"}
 
 
 def _dry_run_with(work: Path, config: dict, folder: Path) -> set[str]:

@@ -8,7 +8,9 @@ what to do was buried in hundreds of lines of traceback. Now:
   its traceback, and summed up in a small record beside the log, ``LOG.failure.json`` (rule,
   wildcards, message, whether it is a bug); the job then exits with status 1 and prints nothing more.
   The record is a file, not a message on stderr, because the main process must find it after the
-  fact, also for cluster jobs whose stderr goes to the scheduler's files.
+  fact, also for cluster jobs whose stderr goes to the scheduler's files. Where the log's disk is full, the
+  record goes to the temporary folder instead (:func:`spare_record_path`), and where neither can be
+  written, the job prints its message on the console.
 - In the main process, the Snakefile's ``onerror:`` calls :func:`report`, which reads the record of
   each job Snakemake counted as failed and prints one block per job: rule, message, fix, log.
   A project error (:class:`~workflow_scripts.core.errors.AtlasError`: bad input, unreachable source)
@@ -23,10 +25,12 @@ the run's ``onstart`` removes every record under the results folder before the f
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
 import sysconfig
+import tempfile
 import time
 import traceback
 from collections.abc import Iterable, Mapping
@@ -45,10 +49,21 @@ def record_path(log: str | os.PathLike[str]) -> Path:
     return Path(f"{os.fspath(log)}{RECORD_SUFFIX}")
 
 
+def spare_record_path(log: str | os.PathLike[str]) -> Path:
+    """Where a job's record goes when the disk of its log is full: the temporary folder, named by the log's
+    absolute path (the main process of a local run reads it there; a cluster job's may not, and says so)."""
+    key = hashlib.sha256(os.path.abspath(os.fspath(log)).encode()).hexdigest()[:32]
+    return Path(tempfile.gettempdir()) / "atlas-failures" / f"{key}{RECORD_SUFFIX}"
+
+
 def clear(log: str | os.PathLike[str] | None) -> None:
-    """Remove the record an earlier attempt of this job left (called when a job starts)."""
+    """Remove the records an earlier attempt of this job left (called when a job starts)."""
     if log:
-        record_path(log).unlink(missing_ok=True)
+        for path in (record_path(log), spare_record_path(log)):
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                pass
 
 
 def _where(error: BaseException) -> str:
@@ -66,26 +81,39 @@ def _where(error: BaseException) -> str:
 
 
 def write_record(log: str | os.PathLike[str], *, rule: str, wildcards: Mapping[str, Any],
-                 error: BaseException, bug: bool) -> Path:
-    """Write ``LOG.failure.json`` for ``error`` atomically (a reader never sees half a record)."""
+                 error: BaseException, bug: bool) -> Path | None:
+    """Write ``LOG.failure.json`` for ``error`` atomically (a reader never sees half a record), or its spare where
+    the log's disk is full; None where neither could be written."""
     message = str(error).strip() or type(error).__name__
     record = {"rule": rule, "wildcards": {str(k): str(v) for k, v in wildcards.items()},
               "bug": bug, "type": type(error).__name__, "message": message,
               "where": _where(error) if bug else "", "log": os.fspath(log), "time": time.time(),
               "host": socket.gethostname(), "pid": os.getpid()}
-    path = record_path(log)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    text = json.dumps(record, indent=1) + "\n"
+    for path in (record_path(log), spare_record_path(log)):  # the second where the first's disk is full
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)
+            return path
+        except OSError:
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
+    return None
 
 
 def read_record(log: str | os.PathLike[str]) -> dict[str, Any] | None:
-    try:
-        record = json.loads(record_path(log).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
+    for path in (record_path(log), spare_record_path(log)):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict):
+            return record
+    return None
 
 
 # Control characters (but newline and tab): a message may quote a corpus row, and a record is a file of

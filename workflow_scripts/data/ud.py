@@ -63,6 +63,12 @@ def _word_line(lines: dict[str, int], block_start: int, token_id: object) -> int
 
 def _locate(text: str, form: str, cursor: int, path: Path, line: int) -> int:
     """Start of ``form`` in ``text`` at or after ``cursor``, skipping only whitespace."""
+    if not form.strip():  # whitespace is what the search skips: such a form could never be found in the text
+        points = " ".join(f"U+{ord(c):04X}" for c in form) or "nothing"
+        raise InputFormatError(
+            path, line, f"the FORM column holds only whitespace ({points}): a word must have characters",
+            "put the word's characters in FORM (a space inside a word, e.g. a number like '10 000', is allowed "
+            "between characters), or remove the token line")
     position = cursor
     while position < len(text) and text[position].isspace():
         position += 1

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ..core import failures
+from ..core.disk_space import DiskFullError, disk_full_error
 from ..core.errors import AtlasError
 from ..core.io import setup_logging
 
@@ -77,10 +78,9 @@ def run(smk: Any) -> None:
         log.info("rule %s: start (threads=%s)", smk.rule, smk.threads)
         entered = time.time()
         function(smk)
-    except AtlasError as error:
-        _fail(log, smk, log_path, error, bug=False)
     except Exception as error:
-        _fail(log, smk, log_path, error, bug=True)
+        full = disk_full_error(error, _job_folders(smk, log_path))  # whatever raised it: named as a full disk
+        _fail(log, smk, log_path, full or error, bug=full is None and not isinstance(error, AtlasError))
     finally:
         sys.stderr = saved_stderr
     log.info("rule %s: done (%s)", smk.rule, job_cost(entered))
@@ -97,11 +97,17 @@ class _StderrToLog(io.TextIOBase):
     def write(self, text: str) -> int:
         with self.handler.lock or contextlib.nullcontext():
             stream = self.handler.stream
-            (stream or self.console).write(text)  # stream is None once logging has shut down
+            try:
+                (stream or self.console).write(text)  # stream is None once logging has shut down
+            except OSError:  # the log's disk is full: the job's failure record says so, not a traceback per line
+                pass
         return len(text)
 
     def flush(self) -> None:
-        self.handler.flush()
+        try:
+            self.handler.flush()
+        except OSError:
+            pass
 
     def fileno(self) -> int:
         return self.console.fileno()
@@ -111,8 +117,16 @@ class _StderrToLog(io.TextIOBase):
         return "utf-8"
 
 
+def _job_folders(smk: Any, log_path: str | None) -> list[str]:
+    """Where the job writes: its outputs' folders and its log's."""
+    outputs = [str(p) for p in getattr(smk, "output", [])]
+    return [os.path.dirname(os.path.abspath(p)) for p in [*outputs, *([log_path] if log_path else [])]]
+
+
 def _fail(log: logging.Logger, smk: Any, log_path: str | None, error: Exception, bug: bool) -> NoReturn:
     """Log ``error`` with its traceback to the job's log file, record it, and exit with status 1."""
+    if isinstance(error, DiskFullError):
+        logging.raiseExceptions = False  # the log's own writes fail too: no "--- Logging error ---" per line
     if log_path is None:  # no log to keep it (every rule of this workflow has one): the console keeps it
         if bug:
             raise error
@@ -126,7 +140,9 @@ def _fail(log: logging.Logger, smk: Any, log_path: str | None, error: Exception,
         if isinstance(handler, logging.FileHandler):
             handler.handle(record)
     wildcards = dict(smk.wildcards.items()) if hasattr(smk.wildcards, "items") else {}
-    failures.write_record(log_path, rule=smk.rule, wildcards=wildcards, error=error, bug=bug)
+    if failures.write_record(log_path, rule=smk.rule, wildcards=wildcards, error=error, bug=bug) is None:
+        # Not even the record could be written (its disk and the temporary folder's full): the console says it.
+        print(f"rule {smk.rule} failed: {error}", file=sys.__stderr__)
     # SystemExit, not the error: Python would print its traceback on stderr, that is, on the console.
     raise SystemExit(1) from None
 

@@ -18,6 +18,7 @@ from typing import Any
 from ..core.errors import AtlasError, SourceUnavailableError
 from ..core.io import write_json
 from .families import family_of
+from .folder_check import check_model_folder
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +135,16 @@ def length_excess(value: int | None, name: str, limit: tuple[int, str] | None) -
     return f"{value} tokens is more than model {name!r} accepts ({limit[0]}: {limit[1]})"
 
 
+def _hub_folder(entry: dict[str, Any], offline: bool) -> str | None:
+    """The local copy of a hub model (the Hugging Face cache), None where there is none yet."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(entry["hub"], revision=entry.get("revision"), local_files_only=True)
+    except Exception:  # noqa: BLE001 - not cached (offline, or a run that could not fetch it): checked by its load
+        return None
+
+
 def describe_model(name: str, entry: dict[str, Any], output: str | Path, *, offline: bool) -> dict[str, Any]:
     """Load a model's config and tokenizer and write what later stages need to know about it."""
     from transformers import AutoConfig, AutoTokenizer
@@ -159,6 +170,12 @@ def describe_model(name: str, entry: dict[str, Any], output: str | Path, *, offl
             "all-MiniLM-L6-v2); for an offline run, the prefetch (python -m workflow_scripts.entrypoints.prefetch) "
             "downloads every model of a study into local folders"
         ) from exc
+    folder = location if Path(location).is_dir() else _hub_folder(entry, offline)
+    check = check_model_folder(folder, read_bin=True) if folder else None
+    if check and check.problems:
+        raise AtlasError(f"model {name!r} in {folder} is not what it claims: " + "; ".join(check.problems)
+                         + "\nfix: use the folder the model was saved to as a whole (model.save_pretrained(DIR) and "
+                         "tokenizer.save_pretrained(DIR)), or the hub id it came from")
     if not tokenizer.is_fast:
         raise AtlasError(f"model {name!r}: its tokenizer has no fast (Rust) version, which the word "
                           "alignment needs for character offsets (METHODS 6); choose another model")
@@ -178,6 +195,8 @@ def describe_model(name: str, entry: dict[str, Any], output: str | Path, *, offl
         "max_position_embeddings": getattr(config, "max_position_embeddings", None),
         "special_tokens": tokenizer.all_special_tokens,
         "do_lower_case": bool(getattr(tokenizer, "do_lower_case", False)),
+        # What the folder check found (models/folder_check.py): its tokenizer against vocab_size, its weights' layout.
+        "folder_check": "; ".join(check.checked) if check else "not checked: no local copy of the hub model",
     }
     log.info("model %s: %s", name, card)
     write_json(card, output)

@@ -75,6 +75,9 @@ class Family:
     attention_layers: Callable[[Any], list[AttentionLayer]] | None
     reserves_padding_positions: bool = False
     causal: bool = False  # a decoder: a token attends to itself and the tokens before it (dumps store the triangle)
+    # Where a layer's attention weights are in a checkpoint of the family, below any base-model prefix ("bert.",
+    # "model."): the model folder check (models/folder_check.py) finds weights of another architecture by it.
+    weight_pattern: str | None = None
 
     def pad_id(self, config: Any) -> int:
         """The token id that pads a batch's shorter inputs (right padding; the mask hides them): the model's pad
@@ -101,16 +104,22 @@ def ensure_pad_token(model: Any, tokenizer: Any) -> int:
     return pad
 
 
+ENCODER_QUERY = "encoder.layer.{layer}.attention.self.query.weight"
 FAMILIES: tuple[Family, ...] = (
-    Family("bert", frozenset({"bert", "electra"}), _encoder_layers),
+    Family("bert", frozenset({"bert", "electra"}), _encoder_layers, weight_pattern=ENCODER_QUERY),
     Family("roberta", frozenset({"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "roberta-prelayernorm",
-                                 "data2vec-text"}), _encoder_layers, reserves_padding_positions=True),
-    Family("distilbert", frozenset({"distilbert"}), _distilbert_layers),
-    Family("modernbert", frozenset({"modernbert"}), _modernbert_layers),
-    Family("gpt2", frozenset({"gpt2"}), _gpt2_layers, causal=True),
-    Family("gpt-neox", frozenset({"gpt_neox"}), _gpt_neox_layers, causal=True),  # Pythia
+                                 "data2vec-text"}), _encoder_layers, reserves_padding_positions=True,
+           weight_pattern=ENCODER_QUERY),
+    Family("distilbert", frozenset({"distilbert"}), _distilbert_layers,
+           weight_pattern="transformer.layer.{layer}.attention.q_lin.weight"),
+    Family("modernbert", frozenset({"modernbert"}), _modernbert_layers,
+           weight_pattern="layers.{layer}.attn.Wqkv.weight"),
+    Family("gpt2", frozenset({"gpt2"}), _gpt2_layers, causal=True, weight_pattern="h.{layer}.attn.c_attn.weight"),
+    Family("gpt-neox", frozenset({"gpt_neox"}), _gpt_neox_layers, causal=True,  # Pythia
+           weight_pattern="layers.{layer}.attention.query_key_value.weight"),
     # Llama and the families transformers builds on its code (SmolLM and SmolLM2 are model type llama).
-    Family("llama", frozenset({"llama", "mistral", "qwen2", "qwen3"}), _llama_layers, causal=True),
+    Family("llama", frozenset({"llama", "mistral", "qwen2", "qwen3"}), _llama_layers, causal=True,
+           weight_pattern="layers.{layer}.self_attn.q_proj.weight"),
     # Position ids after the padding index, like RoBERTa, but attention code of their own.
     Family("roberta-like, own attention", frozenset({"longformer", "ibert", "mpnet"}), None,
            reserves_padding_positions=True),

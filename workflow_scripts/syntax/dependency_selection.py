@@ -232,8 +232,11 @@ def _aligned(a: Choice, b: Choice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def best_rows(model: str, checkpoint: str, splits: Mapping[str, SplitCounts], relations: Sequence[str],
               protocols: Sequence[tuple[str, str]], *, resamples: int, seed: int,
-              control: Mapping[str, SplitCounts] | None = None, control_name: str | None = None) -> list[dict]:
-    """The best head per relation, direction and protocol, with the best offset and the control beside it."""
+              control: Mapping[str, SplitCounts] | None = None, control_name: str | None = None,
+              missing: set[tuple[str, str]] | None = None) -> list[dict]:
+    """The best head per relation, direction and protocol, with the best offset and the control beside it.
+    A relation with no arc in the scoring split is left out, and added to ``missing`` as (relation, split) for
+    the caller to say once (else it is logged here)."""
     rows: list[dict] = []
     kwargs = {"resamples": resamples, "seed": seed}
     for select_split, score_split in protocols:
@@ -243,8 +246,11 @@ def best_rows(model: str, checkpoint: str, splits: Mapping[str, SplitCounts], re
         pending: list[tuple[dict, Choice, Choice]] = []
         for relation in relations:
             if relation not in score.relations():
-                log.warning("relation %r has no arc in the %s split; it is left out of dependency_best", relation,
-                            score_split)
+                if missing is None:
+                    log.warning("relation %r has no arc in the %s split; it is left out of dependency_best",
+                                relation, score_split)
+                else:
+                    missing.add((relation, score_split))
                 continue
             # Over both of [C]'s directions, the better head (`either`); a causal model's union counts each arc once.
             either = () if relation == ALL or score.causal is not None else (EITHER,)
@@ -325,6 +331,7 @@ def summarise_dependency(parts: Mapping[tuple[str, str, str, str], str | Path], 
             by_checkpoint.update({key: {split: counts.keep([ALL]) for split, counts in splits.items()}
                                   for key, splits in by_checkpoint.items() if key[2] == treebank})
     head_frames, best_frames = [], []
+    missing: dict[str, set[tuple[str, str]]] = {}  # treebank -> (relation, split): said once, not per checkpoint
     for (model, checkpoint, treebank), splits in sorted(by_checkpoint.items()):
         needed = {s for p in protocols for s in p} - set(splits)
         if needed:
@@ -338,10 +345,15 @@ def summarise_dependency(parts: Mapping[tuple[str, str, str, str], str | Path], 
         control = (by_checkpoint.get((model, control_checkpoint, treebank)) if checkpoint != control_checkpoint
                    else None)
         best = pd.DataFrame(best_rows(model, checkpoint, splits, wanted, protocols, resamples=resamples, seed=seed,
-                                      control=control, control_name=control_checkpoint if control else None))
+                                      control=control, control_name=control_checkpoint if control else None,
+                                      missing=missing.setdefault(treebank, set())))
         if len(best):
             best.insert(best.columns.get_loc("checkpoint") + 1, "treebank", treebank)
             best_frames.append(best)
+    for treebank, pairs in missing.items():
+        for relation, split in sorted(pairs, key=lambda p: (list(relations).index(p[0]), p[1])):
+            log.warning("relation %r has no arc in the %s split of %s; it is left out of dependency_best",
+                        relation, split, treebank)
     heads_frame = pd.concat(head_frames, ignore_index=True) if head_frames else pd.DataFrame()
     best_frame = pd.concat(best_frames, ignore_index=True) if best_frames else pd.DataFrame()
     if len(best_frame):
