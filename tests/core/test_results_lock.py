@@ -231,6 +231,7 @@ def test_the_real_workflow_stops_before_any_job_when_its_results_folder_is_in_us
     model = tmp_path / "model"  # a model folder in name only: the second run stops before loading it
     model.mkdir()
     (model / "config.json").write_text('{"model_type": "bert"}')
+    (model / "vocab.txt").write_text("[PAD]\n")  # and a tokenizer, which the config checks ask of a model folder
     results = tmp_path / "shared-results"
     config = {"mirror": str(write_mirror(tmp_path / "mirror")), "offline": True, "results": str(results),
               "study": {"models": ["tiny"], "tasks": ["cola"], "treebanks": [], "wiki": False, "glove": False},

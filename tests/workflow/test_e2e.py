@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from support.paths import REPO
 from support.workflow_runs import (
     config_of,
     console,
@@ -188,6 +189,9 @@ def test_the_report_assembles_every_figure_and_table(built, tmp_path):
     # the landing page says what the study is, from its config (report/report_workflow.rst)
     text = re.sub(r"<[^>]+>", "", html)  # the page's emphasis renders as tags
     assert "Where to start" in text and "Models: tiny." in text and "Treebank sentences fed as: words" in text
+    # and which config files the run that made it read, in order (workflow_scripts/study/config_sources.py)
+    assert f"Config read, in this order, by the run that made this report: {REPO / 'config.yaml'}, tiny.yaml" \
+        in " ".join(text.split()), text[:3000]
 
 
 def test_treebanks_are_fed_as_gold_words_and_every_table_says_so(built):
