@@ -60,6 +60,10 @@ def check_profile_configfiles(argv: list[str], overwrite_configfiles) -> None:
     """Refuse a command line whose ``--configfile`` would replace a profile's study config, naming both and the
     command line that reads both (the profile's first, as a run of the profile alone reads it).
     ``overwrite_configfiles``: the --configfile files Snakemake took (``workflow.overwrite_configfiles``)."""
+    named = {a.split("=", 1)[0] for a in argv}
+    profile = "--profile" in named or os.environ.get("SNAKEMAKE_PROFILE")
+    if not profile or not {"--configfile", "--configfiles"} & named:
+        return  # no profile or no --configfile: nothing to drop (and no parser to build, 0.1 s a run)
     args = command_line(argv)
     given = [str(f) for f in (args.configfile or [])]
     if not given or not args.profile or args.profile == ["none"]:
