@@ -11,3 +11,15 @@ from __future__ import annotations
 
 STAGES: tuple[str, ...] = ("data", "models", "finetune", "attention", "surface", "syntax", "finetune_effects",
                            "ablation", "report", "explorer")
+
+
+def entry_name_matches(registered: str, rule: str) -> bool:
+    """Whether a rule runs the entry point registered as ``registered``: its name exactly, or a pattern its name
+    matches whole (``finetune_{task}``: ``finetune_`` then one field of letters, digits, ``_`` and ``-``). Shared by
+    ``entrypoints.find_entry_point`` and the code digests (``study/code_digest.py``)."""
+    import re
+
+    if registered == rule:
+        return True
+    return "{" in registered and re.fullmatch(
+        re.sub(r"\\{\w+\\}", "[A-Za-z0-9_-]+", re.escape(registered)), rule) is not None

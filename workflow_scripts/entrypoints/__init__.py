@@ -19,7 +19,6 @@ import contextlib
 import io
 import logging
 import os
-import re
 import sys
 import time
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from ..core import failures
 from ..core.disk_space import DiskFullError, disk_full_error
 from ..core.errors import AtlasError
 from ..core.io import setup_logging
+from ..core.stages import entry_name_matches
 
 ENTRY_POINTS: dict[str, Callable[[Any], None]] = {}
 
@@ -47,7 +47,7 @@ def find_entry_point(rule: str) -> Callable[[Any], None]:
     if rule in ENTRY_POINTS:
         return ENTRY_POINTS[rule]
     for name, function in ENTRY_POINTS.items():
-        if "{" in name and re.fullmatch(re.sub(r"\\{\w+\\}", "[A-Za-z0-9_-]+", re.escape(name)), rule):
+        if entry_name_matches(name, rule):
             return function
     raise KeyError(f"rule {rule!r}: no @entry_point({rule!r}) in workflow_scripts/entrypoints/ (the module of the "
                    "rule's stage registers one under the rule's name)")

@@ -13,7 +13,7 @@ at that script, never sees the stage code. The Snakefile therefore gives each ru
 Each piece is read as its syntax tree, docstrings left out and without positions, so comments, docstrings,
 blank lines and formatting change nothing; any other change (a constant, an operator, a renamed variable) changes
 the digest of every rule whose entry point reaches it. ``workflow_scripts/entrypoints/__init__.py`` (how a job
-starts, logs and reports a failure) is left out: it changes no output. Standard library only. What is read of each
+starts, logs and reports a failure) is left out: it changes no output. Standard library and ``core.stages`` only. What is read of each
 module (its tree's digest, its imports, its entry points) is kept in ``workflow_scripts/__pycache__/`` by the file's
 size and time, so that a run parses only the modules that changed since the last (a second instead of none).
 """
@@ -24,8 +24,9 @@ import ast
 import hashlib
 import json
 import os
-import re
 from pathlib import Path
+
+from ..core.stages import entry_name_matches
 
 PACKAGE = "workflow_scripts"
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -60,10 +61,7 @@ def _find(entries: dict, rule: str):
     """As ``entrypoints.find_entry_point`` finds it: by name, else by a pattern the name matches whole."""
     if rule in entries:
         return entries[rule]
-    for name, found in entries.items():
-        if "{" in name and re.fullmatch(re.sub(r"\\{\w+\\}", "[A-Za-z0-9_-]+", re.escape(name)), rule):
-            return found
-    return None
+    return next((found for name, found in entries.items() if entry_name_matches(name, rule)), None)
 
 
 class _Modules:
