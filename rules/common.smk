@@ -57,7 +57,7 @@ try:
     # Before the defaults are filled in: a revision's own entry (the prefetch's) refines only the keys it gives.
     expand_revisions(config)
     validate(config, str(CONFIG_SCHEMA))
-    check_semantics(config)
+    check_semantics(config, gpu_memory=workflow.exec_mode == ExecMode.DEFAULT)
     STUDY = build_study(config)
 except ConfigError as error:
     raise WorkflowError(str(error)) from None

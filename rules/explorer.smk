@@ -34,3 +34,29 @@ rule head_explorer:
         max_megabytes=EXPLORER["max_megabytes"],
     script:
         "scripts/entry.py"
+
+
+# The index: every model of the study, linked to its page (workflow_scripts/explorer/index.py). It reads the
+# models table only: the pages are linked by name, so a page made again does not make the index again.
+rule explorer_index:
+    input:
+        models=STUDY.paths.table("models"),
+    output:
+        report(
+            STUDY.paths.page("explorer", "_index"),
+            caption="../report/explorer_index.rst",
+            category="Head explorer",
+        ),
+    log:
+        STUDY.paths.log("explorer", "explorer_index"),
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    params:
+        models=STUDY.models,
+        pages=[STUDY.paths.page("explorer", model) for model in STUDY.models],
+    script:
+        "scripts/entry.py"

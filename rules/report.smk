@@ -163,3 +163,56 @@ rule head_development_figure:
         runtime=10,
     script:
         "scripts/entry.py"
+
+
+# The cross-model atlas: every model's heads per role (sink, previous-token, induction, each relation's best head,
+# coreference, [K]'s pattern classes, causal importance) by relative depth, from the tables the study has
+# (workflow_scripts/report/atlas.py); the random-init checkpoints give the parameter counts.
+rule atlas:
+    input:
+        **STUDY.atlas_inputs,
+    output:
+        report(
+            STUDY.paths.table("atlas"),
+            caption="../report/report_atlas.rst",
+            category=REPORT_CATEGORY,
+        ),
+    log:
+        STUDY.paths.log("report", "atlas"),
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        patterns=STUDY.atlas_params.get("patterns", []),
+        random_models=STUDY.atlas_params.get("random_models", []),
+        revisions=STUDY.atlas_params.get("revisions", {}),
+        treebank=STUDY.syntax_treebank,
+        select_split=STUDY.config["syntax"]["select_split"],
+        score_split=STUDY.config["syntax"]["score_split"],
+    script:
+        "scripts/entry.py"
+
+
+rule atlas_figure:
+    input:
+        table=STUDY.paths.table("atlas"),
+    output:
+        png=report(
+            STUDY.paths.figure("report", "atlas", "png"),
+            caption="../report/report_atlas_figure.rst",
+            category=REPORT_CATEGORY,
+        ),
+        pdf=STUDY.paths.figure("report", "atlas", "pdf"),
+    log:
+        STUDY.paths.log("report", "atlas_figure"),
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    script:
+        "scripts/entry.py"

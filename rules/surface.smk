@@ -81,6 +81,7 @@ rule sep_gradient_part:
         examples=SURFACE["gradient_examples"],
         task=STUDY.inputs.surface.checkpoint_task,
         mask_prob=SURFACE["gradient_mask_prob"],
+        precision=SURFACE["gradient_precision"],
         seed=SURFACE["gradient_seed"],
         resamples=SURFACE["bootstrap_resamples"],
         bootstrap_seed=SURFACE["bootstrap_seed"],
@@ -259,6 +260,7 @@ rule head_diagnostics_part:
     params:
         settings=SURFACE["diagnostics"],
         length=STUDY.inputs.surface.diagnostic_length,
+        dtype=lambda wc: STUDY.model_dtype(wc.model),
         resamples=SURFACE["bootstrap_resamples"],
         bootstrap_seed=SURFACE["bootstrap_seed"],
         offline=STUDY.offline,

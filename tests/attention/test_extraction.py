@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -27,7 +29,13 @@ from workflow_scripts.attention.signals import forward_attentions
 from workflow_scripts.attention.texts import TEXT
 from workflow_scripts.attention.tokens import build_token_table, token_words
 from workflow_scripts.core.errors import AtlasError
-from workflow_scripts.core.file_records import GrowingFileDigest, file_sha256, write_sealed_json
+from workflow_scripts.core.file_records import (
+    GrowingFileDigest,
+    file_digest,
+    file_problem,
+    file_sha256,
+    write_sealed_json,
+)
 
 
 @pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_roberta"])
@@ -268,21 +276,37 @@ def test_the_manifest_records_the_dumps_identity_and_each_shards_example_ids(tmp
         assert footer[b"atlas.shard"].decode() == shard["file"]
         ids = pq.read_table(out / shard["file"], columns=["example_id"])["example_id"].to_numpy()
         assert shard["example_ids_sha256"] == example_ids_digest(ids)
-        # Hashed as it was written (on the writer thread): the digest of the file on disk.
-        assert shard["sha256"] == file_sha256(out / shard["file"])
+        # Hashed as it was written (on the hashing thread, BLAKE3): the digest of the file on disk.
+        assert shard["blake3"] == file_digest(out / shard["file"], "blake3") and "sha256" not in shard
 
 
-def test_a_digest_kept_up_with_a_growing_file_is_the_files_sha256(tmp_path):
+@pytest.mark.parametrize("algorithm", ["sha256", "blake3"])
+def test_a_digest_kept_up_with_a_growing_file_is_the_files_digest(tmp_path, algorithm):
     path = tmp_path / "growing.bin"
     rng = np.random.default_rng(0)
     with open(path, "wb") as handle:
-        digest = GrowingFileDigest(path)
+        digest = GrowingFileDigest(path, algorithm)
         for size in (0, 7, 1 << 20, 3, (1 << 22) + 5):
             handle.write(rng.integers(0, 256, size, dtype=np.uint8).tobytes())
             handle.flush()
             digest.update()
         handle.write(b"footer")  # written after the last update: hexdigest reads it
-    assert digest.hexdigest(path) == file_sha256(path)
+    assert digest.hexdigest(path) == file_digest(path, algorithm)
+    import blake3
+
+    known = {"sha256": hashlib.sha256, "blake3": blake3.blake3}[algorithm](path.read_bytes()).hexdigest()
+    assert file_digest(path, algorithm) == known
+
+
+def test_entries_of_either_digest_are_checked(tmp_path):
+    """Shards written before BLAKE3 carry a sha256: their records stay valid, and a change is found by either."""
+    path = tmp_path / "shard.bin"
+    path.write_bytes(b"maps" * 1000)
+    entries = {name: {"bytes": 4000, name: file_digest(path, name), "mtime_ns": 0} for name in ("sha256", "blake3")}
+    assert file_problem(path, entries["sha256"]) is None and file_problem(path, entries["blake3"]) is None
+    path.write_bytes(b"mapz" * 1000)
+    assert "its sha256 is" in file_problem(path, entries["sha256"])
+    assert "its blake3 is" in file_problem(path, entries["blake3"])
 
 
 def test_a_digest_of_a_file_its_writer_replaced_hashes_the_file_in_place(tmp_path):

@@ -23,7 +23,7 @@ from workflow_scripts.attention.shards import (
 )
 from workflow_scripts.core.errors import AtlasError
 
-VOLATILE = ("dump_id", "seconds", "timings", "run_id", "sha256", "mtime_ns", "record_sha256")
+VOLATILE = ("dump_id", "seconds", "timings", "run_id", "blake3", "mtime_ns", "record_sha256")
 
 
 def _without_volatile(manifest):
@@ -162,3 +162,16 @@ def test_a_shard_group_names_its_shards_and_a_bad_name_is_refused():
     for bad in ("shards-0002-0001-of-0004", "shard-0004-of-0004", "shards-0000-0004-of-0004", "segments"):
         with pytest.raises(ValueError, match="shard group|first to a last shard"):
             shard_group_files(bad)
+
+
+def test_shard_records_from_before_the_weights_dtype_are_gathered_with_new_ones(tmp_path, tiny_bert):
+    """A shard extracted again beside shards whose records predate weights_dtype: those were float32 weights."""
+    from workflow_scripts.core.file_records import write_sealed_json
+
+    _, token_path, _, _, _ = _dump(tmp_path, tiny_bert, pairs=False)
+    sharded = tmp_path / "sharded"
+    _extract_shards(tmp_path, token_path, sharded, [0, 1, 2])
+    old = shard_record_path(sharded, "shard-0000-of-0003.parquet")
+    record = {k: v for k, v in json.loads(old.read_text()).items() if k not in ("weights_dtype", "record_sha256")}
+    write_sealed_json(record, old)
+    assert gather_manifest(sharded, 3)["weights_dtype"] == "float32"

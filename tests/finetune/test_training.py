@@ -24,7 +24,8 @@ WORDS = ["the", "a", "film", "movie", "plot", "actor", "story", "was", "is", "ve
 SETTINGS = {"epochs": 8, "batch_size": 4, "learning_rate": 2e-3, "warmup_ratio": 0.1, "weight_decay": 0.01,
             "max_grad_norm": 1.0, "max_length": 24, "max_train_examples": None, "max_dev_examples": None,
             "save_steps": [3], "eval_at_checkpoints": True, "device": "cpu",
-            "group_by_length": False}
+            "group_by_length": False, "precision": "fp32", "method": "full", "lora_rank": 8, "lora_alpha": 16,
+            "lora_dropout": 0.1}
 
 
 @pytest.fixture(scope="module")
@@ -237,3 +238,77 @@ def test_group_by_length_batches():
     assert np.mean(spread) < 0.25 * np.mean([np.ptp(lengths[b]) for b in plain])
     again = epoch_batches(lengths, 8, torch.Generator().manual_seed(1), True)
     assert all(np.array_equal(a, b) for a, b in zip(grouped, again))
+
+
+def test_precision(pretrained, sst2, first_run, tmp_path):
+    """tf32 is fp32 on a CPU (TensorFloat-32 is a GPU's); bf16 runs the passes under bfloat16 autocast: the same run
+    within bfloat16's precision, not the same floats. The weights stay float32 either way."""
+    _, fp32 = first_run
+    tf32 = run(pretrained, sst2, tmp_path / "tf32", precision="tf32")
+    assert tf32["epoch_loss"] == fp32["epoch_loss"] and tf32["settings"]["precision"] == "tf32"
+    bf16 = run(pretrained, sst2, tmp_path / "bf16", precision="bf16")
+    assert bf16["epoch_loss"] != fp32["epoch_loss"]
+    assert np.allclose(bf16["epoch_loss"], fp32["epoch_loss"], rtol=0.05)
+    weights = weights_of(tmp_path / "bf16" / "checkpoints" / "tiny" / "sst2.seed7.final")
+    assert {str(w.dtype) for w in weights.values()} == {"torch.float32"}
+
+
+def test_a_diverging_loss_names_its_step(pretrained, sst2, tmp_path):
+    # The losses are read from the device only at a log line, a checkpoint or the epoch's end: the error still
+    # names the first step whose loss was not finite.
+    with pytest.raises(FinetuneError, match=r"training loss became (nan|inf) at step \d+; lower learning_rate"):
+        run(pretrained, sst2, tmp_path, learning_rate=1e12, max_grad_norm=None, save_steps=[])
+
+
+def test_settings_are_checked_against_the_schema(pretrained, sst2, tmp_path):
+    misspelt = {**{k: v for k, v in SETTINGS.items() if k != "precision"}, "precison": "bf16"}
+    with pytest.raises(FinetuneError, match=r"task 'sst2': fine-tuning settings: precison: not a run setting of "
+                                            r"the config schema's 'finetune' section .*; precision: missing"):
+        finetune(model_name="tiny", task=TASKS["sst2"], seed=7, pretrained=pretrained, train_path=sst2[0],
+                 dev_path=sst2[1], checkpoint_root=tmp_path, metrics_path=tmp_path / "m.json", settings=misspelt,
+                 threads=1, offline=False, mirror=None)
+    with pytest.raises(FinetuneError, match=r"fine-tuning setting precision: 'fp16' is not one of"):
+        run(pretrained, sst2, tmp_path, precision="fp16")
+
+
+def test_lora_trains_low_rank_updates_and_saves_the_merged_model(pretrained, sst2, first_run, tmp_path):
+    """finetune.method lora: the query and value projections change by a matrix of rank at most r, every other
+    pretrained weight is as it was, and the checkpoint is an ordinary one (no adapter keys, the full run's files)."""
+    from safetensors.torch import load_file
+
+    from workflow_scripts.models.checkpoints import read_manifest as read
+
+    record = run(pretrained, sst2, tmp_path, method="lora", lora_rank=2, lora_alpha=4, lora_dropout=0.0,
+                 learning_rate=1e-2)
+    assert record["trained_parameters"] < record["parameters"] / 3
+    assert record["epoch_loss"][-1] < record["epoch_loss"][0]
+    out, _ = first_run
+    full = weights_of(out / "checkpoints" / "tiny" / "sst2.seed7.final")
+    for name in ("sst2.seed7.step3", "sst2.seed7.final"):
+        lora = weights_of(tmp_path / "checkpoints" / "tiny" / name)
+        assert set(lora) == set(full), "the merged checkpoint has the full fine-tuning's keys, no adapter's"
+    base = load_file(Path(read(pretrained)["load_from"]) / "model.safetensors")
+    changed = set()
+    for key, value in lora.items():
+        if key in base:
+            delta = (value - base[key]).double()
+            if delta.abs().max() > 0:
+                changed.add(key.rsplit(".", 2)[-2])
+                assert int(torch_rank(delta)) <= 2, key
+    assert changed == {"query", "value"}, changed
+
+
+def torch_rank(matrix):
+    import torch
+
+    return torch.linalg.matrix_rank(matrix, atol=1e-6)
+
+
+def test_lora_is_refused_for_a_family_without_targets(pretrained, sst2, tmp_path, monkeypatch):
+    import workflow_scripts.finetune.lora as lora
+    from workflow_scripts.models.families import GENERIC
+
+    monkeypatch.setattr(lora, "family_of", lambda model_type: GENERIC)
+    with pytest.raises(FinetuneError, match=r"method 'lora' adapts the attention projections .* model type 'bert' "
+                                            r"has none .*Use method 'full'"):
+        run(pretrained, sst2, tmp_path, method="lora")

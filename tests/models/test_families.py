@@ -19,6 +19,7 @@ EXTRA = {
     "modernbert": {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "cls_token_id": 1, "sep_token_id": 2,
                    "global_attn_every_n_layers": 1},
     **{t: {"bos_token_id": 0, "eos_token_id": 0} for t in ("gpt2", "gpt_neox")},
+    "opt": {"ffn_dim": 37, "word_embed_proj_dim": 32, "bos_token_id": 2, "eos_token_id": 2, "pad_token_id": 1},
     **{t: {"bos_token_id": 0, "eos_token_id": 0, "num_key_value_heads": 1} for t in ("llama", "mistral", "qwen2",
                                                                                       "qwen3")},
 }
@@ -48,6 +49,18 @@ def test_each_declared_layout_finds_every_layers_attention_and_output_projection
         assert tuple(layer.output_weight().shape) == (32, 2 * head_size)
     # Each projection is its own layer's: three different weights.
     assert len({id(layer.output_projection.weight) for layer in layers}) == 3
+
+
+@pytest.mark.parametrize("model_type", DECLARED)
+def test_each_declared_familys_lora_targets_are_its_attention_projections(model_type):
+    """finetune.method lora adapts the modules the family names: each layer has them, inside its attention."""
+    model = _tiny(model_type)
+    targets = family_of(model_type).lora_targets
+    found = [name for name, _ in model.named_modules() if name.rsplit(".", 1)[-1] in targets]
+    assert targets and len(found) == 3 * len(targets), found
+    layers = attention_of_layers(model, "a test", "-")
+    attention_modules = {id(m) for layer in layers for m in layer.attention.modules()}
+    assert all(id(model.get_submodule(name)) in attention_modules for name in found)
 
 
 def test_gpt2s_output_weight_is_its_conv1d_weight_transposed():
@@ -111,3 +124,41 @@ def test_a_decoder_classifier_pads_with_its_end_of_text_token(tiny_gpt2):
     logits = model(**batch).logits
     alone = model(**tokenizer(["a"], return_tensors="pt")).logits
     assert logits.shape == (2, 2) and abs(float(logits[1, 0] - alone[0, 0])) < 1e-5
+
+
+def test_a_family_says_which_class_loads_its_models(tmp_path, monkeypatch):
+    """A family whose models load through another class (a T5 encoder: T5EncoderModel) declares it: every stage
+    loads through load_pretrained/from_config, so the declaration is all a new family needs."""
+    import dataclasses
+
+    from transformers import BertForMaskedLM, BertModel
+
+    import workflow_scripts.models.families as families
+
+    tiny = _tiny("bert")
+    tiny.save_pretrained(tmp_path)
+    assert type(families.load_pretrained("base", tmp_path)) is BertModel
+    declared = dataclasses.replace(family_of("bert"), auto_classes=(("base", "BertForMaskedLM"),))
+    monkeypatch.setattr(families, "family_of", lambda model_type: declared)
+    assert type(families.load_pretrained("base", tmp_path)) is BertForMaskedLM
+    assert type(families.from_config("base", tiny.config)) is BertForMaskedLM
+    with pytest.raises(AtlasError, match="model family bert: no model class for use 'decoder'"):
+        families.load_pretrained("decoder", tmp_path)
+
+
+def test_no_stage_picks_an_auto_class_itself():
+    """The Auto class a model loads through is its family's (models/families.py), at no other site."""
+    import re
+    from pathlib import Path
+
+    package = Path(families_module().__file__).parents[1]
+    sites = [f"{path.relative_to(package)}:{number}" for path in package.rglob("*.py")
+             for number, line in enumerate(path.read_text().splitlines(), 1)
+             if re.search(r"AutoModel\w*\.from_(pretrained|config)", line) and path.name != "families.py"]
+    assert sites == []
+
+
+def families_module():
+    import workflow_scripts.models.families as families
+
+    return families

@@ -117,6 +117,14 @@ def _surface(folder: Path) -> Path:
     return _csv(folder / "surface_heads.csv", rows)
 
 
+def _first_token(folder: Path) -> Path:
+    """alpha_1 of every head (first_token.csv): an encoder's attention to its first position, [CLS]."""
+    rows = [{"model": MODEL, "checkpoint": checkpoint, "layer": layer, "head": head, "first_token": value,
+             "n_units": 480, "n_examples": 20, "corpus": "wiki", "split": "segments"}
+            for checkpoint, value in (("pretrained", 0.25), ("random", 0.05)) for layer in (0, 1) for head in (0, 1)]
+    return _csv(folder / "first_token.csv", rows)
+
+
 # The head diagnostics of "tiny" (layer, head) -> score: previous_token on natural text, induction and duplicate on
 # repeated random tokens (the random-init control: 0.2 everywhere); sink rates per input, of the whole model (layer
 # "all") and, to be left out, of each layer (100%), pretrained and control.
@@ -203,8 +211,8 @@ def study(tmp_path, syntax_tables) -> dict[str, Path]:
     """Every table the report reads (table name -> path), for model "tiny"."""
     folder = tmp_path / "tables"
     tables = {"models": _csv(folder / "models.csv", [{"name": MODEL, "num_layers": 2, "num_heads": 2}]),
-              **syntax_tables("words"), "surface_heads": _surface(folder), **_finetuning(folder),
-              **_diagnostics(folder)}
+              **syntax_tables("words"), "surface_heads": _surface(folder), "first_token": _first_token(folder),
+              **_finetuning(folder), **_diagnostics(folder)}
     assert set(tables) == set(report_tables())
     return tables
 

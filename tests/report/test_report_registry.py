@@ -94,10 +94,9 @@ def fake_stage(stages_root, tmp_path) -> dict[str, Path]:
 
 def test_a_stage_declares_its_tables_and_files_in_its_own_report_module(fake_stage, tmp_path):
     stages = (*STAGES, FAKE)
-    assert report_tables() == ["models", "finetune_metrics", "surface_heads", "head_diagnostics", "sink_rates",
-                               "dependency_best", "coref_best",
-                               "probes", "pattern_classes", "pattern_classifier", "lexical_top_layers",
-                               "lexical_last_layer"]
+    assert report_tables() == ["models", "finetune_metrics", "surface_heads", "first_token", "head_diagnostics",
+                               "sink_rates", "dependency_best", "coref_best", "probes", "pattern_classes",
+                               "pattern_classifier", "lexical_top_layers", "lexical_last_layer"]
     assert report_tables(stages) == [*report_tables(), "fake_counts"]
     assert paper_value_files(stages, tmp_path) == [tmp_path / "report" / "paper_values" / name for name in
                                                    ("surface.csv", "syntax.csv", "finetune_effects.csv", "fake.csv")]

@@ -62,7 +62,7 @@ def test_same_size_other_bytes_are_found_where_the_time_differs(dump):
     data[len(data) // 2] ^= 0xFF  # one flipped byte, same size, a new time
     first.write_bytes(bytes(data))
     found = {d.file: d for d in dump_damage(dump, 3)}
-    assert list(found) == [str(first)] and "its sha256 is" in found[str(first)].problem
+    assert list(found) == [str(first)] and "its blake3 is" in found[str(first)].problem
     second.unlink()
     assert set(d.file for d in dump_damage(dump, 3)) == {str(first), str(second)}
     assert "the file is missing" in {d.file: d for d in dump_damage(dump, 3)}[str(second)].problem
@@ -76,7 +76,7 @@ def test_an_edited_manifest_and_a_missing_one_are_gathered_again(dump):
     (damage,) = dump_damage(dump, 3)
     assert damage.target == str(manifest) and "edited after the workflow wrote it" in damage.problem
     # Resealed by hand, it must still agree with the shards' records.
-    record["shards"][0]["sha256"] = "0" * 64
+    record["shards"][0]["blake3"] = "0" * 64
     write_sealed_json(record, manifest)
     (damage,) = dump_damage(dump, 3)
     assert "lists shard-0000-of-0003.parquet other than the shard's record" in damage.problem
@@ -130,8 +130,8 @@ def test_the_plan_names_each_damaged_file_relative_to_the_results_folder(dump):
 def test_a_plan_hashes_no_shard_whose_time_is_the_one_the_gather_saw(dump, monkeypatch):
     import workflow_scripts.core.file_records as file_records
 
-    def refuse_to_hash(path):
+    def refuse_to_hash(path, algorithm="sha256"):
         raise AssertionError(f"the plan hashed {path}")
 
-    monkeypatch.setattr(file_records, "file_sha256", refuse_to_hash)
+    monkeypatch.setattr(file_records, "file_digest", refuse_to_hash)
     assert dump_damage(dump, 3) == []

@@ -114,9 +114,10 @@ def plan(tiny) -> dict:
           max_length=32, max_examples=None, input_protocol="words")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(tiny)  # where Snakemake keeps its .snakemake folder
-        # Rates given (as --rate gives them): the estimate is known by construction, and nothing is timed.
+        # Rates given (as --rate gives them): the estimate is known by construction, and nothing is timed. The
+        # storage rate is far above any disk's, so that the tiny dumps' storage outweighs some forward passes.
         return make_plan([str(tiny / "tiny.yaml")], [f"results={results}"], network=False,
-                         rates=Rates(forward=0.5, train=2.0, how="given with --rate"))
+                         rates=Rates(forward=0.5, train=2.0, how="given with --rate", storage=2e6))
 
 
 def test_jobs_are_counted_per_stage_of_the_rule_file_that_defines_them(plan):
@@ -149,12 +150,21 @@ def test_the_time_is_each_count_times_its_rate(plan):
     passes, time = plan["forward_passes"], plan["time"]
     assert passes["per_model"]["tiny"] == {count: passes[count] for count in PASS_COUNTS}
     assert time["rates"] == {"tiny": {"forward": 0.5, "train": 2.0, "how": "given with --rate"}}
-    assert time["seconds"] == {
+    assert time["storage"] == {"seconds_per_gb": 2e6, "how": "given with --rate"}
+    # Extraction, per dump: the larger of its examples x 0.5 s and its bytes (the disk lines': sized, else
+    # at their bound) x 2e6 s per GB; the writer thread overlaps the model.
+    per_value = plan["bytes_per_value"]
+    costs = [(d["examples"] * 0.5, per_value * (d["values"] or d["values_max"] or 0) / 1e9 * 2e6)
+             for d in plan["dumps"] if d["examples"] is not None]
+    assert 0 < sum(f < s for f, s in costs) < len(costs)  # storage bounds some dumps, the forward passes others
+    assert time["extraction"]["forward_s"] == passes["extraction"] * 0.5
+    assert time["seconds"] == pytest.approx({
         "fine-tuning": passes["finetune_train"] * 2.0 + passes["finetune_dev"] * 0.5,
-        "extraction": passes["extraction"] * 0.5,
+        "extraction": sum(max(f, s) for f, s in costs),
         "separator gradient": passes["gradient"] * 2.0,
         "head disabling": passes["ablation_disabling"] * 0.5,
-        "found heads (at most)": passes["ablation_found_heads_at_most"] * 0.5}
+        "found heads (at most)": passes["ablation_found_heads_at_most"] * 0.5})
+    assert time["bound_by"] == max(time["seconds"], key=time["seconds"].get)
     assert time["total_s"] == sum(time["seconds"].values()) > 0 and time["not_counted"] == [] and time["given"]
 
 
@@ -171,7 +181,9 @@ def test_the_plan_prints_as_text_and_as_json(plan):
     assert "tiny: 0.5 s per example forward (with maps), 2 s per training example\n    given with --rate" in text
     seconds = plan["time"]["seconds"]
     assert f"Estimated time from the rates given (--rate): {duration(plan['time']['total_s'])}, one job at a " in text
-    assert f"  extraction            {duration(seconds['extraction']):>11}  examples x forward rate" in text
+    assert f"  extraction            {duration(seconds['extraction']):>11}  per dump the larger of " in text
+    bound = plan["time"]["bound_by"]
+    assert f"  Bound by {bound}: {duration(seconds[bound])} of {duration(plan['time']['total_s'])} (" in text
     assert "Left out: the jobs that run no study model" in text
     no_time = format_plan({**plan, "time": None})
     assert "Estimated time: not estimated (--no-timing" in no_time and "Estimated time on" not in no_time

@@ -1,6 +1,8 @@
 """The plan's time estimate (workflow_scripts/study/plan_timing.py): rates measured with torch on a tiny model
-(positive, finite seconds), rates given with --rate, the estimate as counts x rates (known by construction),
-models built from their config when their weights are not here, and the reason when nothing can be timed."""
+(positive, finite seconds), the storage rate measured on a folder's disk, rates given with --rate, the estimate
+as counts x rates and extraction as the larger of its forward passes and its storage (known by construction),
+the stage that bounds it, models built from their config when their weights are not here, and the reason when
+nothing can be timed."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from workflow_scripts.study.plan_timing import (
     parse_rates,
     pick_device,
     seconds_per_pass,
+    storage_rate,
     time_model,
     time_models,
 )
@@ -74,7 +77,7 @@ def test_a_hub_model_not_here_is_built_from_its_known_config_or_not_timed():
     study = build_study(resolve_config([], ["models={nowhere: {hub: nobody/no-such-model}}"]))
     config, source = model_config(study, "bert-base-uncased", network=False)
     assert (config.num_hidden_layers, config.hidden_size, config.vocab_size) == (12, 768, 30522)
-    assert source in ("its config.json in the hub cache", "the hub's config.json as plan_timing.py records it")
+    assert source in ("its config.json in the hub cache", "the hub's config.json as models/known_configs.py records it")
     with pytest.raises(NotTimed, match="no config.json of nobody/no-such-model in the hub cache, and the hub is not "
                                        "asked offline or with --no-network"):
         model_config(study, "nowhere", network=False)
@@ -104,9 +107,41 @@ def test_the_estimate_is_each_models_counts_times_its_rates():
     assert found["not_counted"] == ["c"]  # named, not counted
 
 
+def test_the_storage_rate_is_timed_on_the_folders_disk_and_leaves_nothing_there(tmp_path):
+    # A folder that does not exist yet (a results folder before the first run) is timed on its nearest
+    # existing parent, here tmp_path; a few MiB keep the test short.
+    found = storage_rate(tmp_path / "results" / "not-yet", size=4 * 2**20, chunk=2**20)
+    assert 0 < found["seconds_per_gb"] < math.inf
+    assert found["how"].startswith(f"measured here: 4 MiB written to {tmp_path} without fsync (")
+    assert list(tmp_path.iterdir()) == []  # the temporary file is removed
+    (tmp_path / "a-file").write_text("")
+    assert storage_rate(tmp_path / "a-file", size=2**20, chunk=2**20)["not_timed"].startswith(
+        f"{tmp_path / 'a-file'} cannot be written here (")
+
+
+def test_extraction_is_the_larger_of_its_forward_passes_and_its_storage_per_dump():
+    counts = dict.fromkeys(("finetune_train", "finetune_dev", "gradient", "ablation_disabling",
+                            "ablation_found_heads_at_most"), 0) | {"extraction": 1500}
+    rates = {"a": {"forward": 0.001, "train": 0.01}, "c": {"not_timed": "no config"}}
+    # Dump 1: 1000 examples x 0.001 s = 1 s of forward passes against 3 GB x 2 s per GB = 6 s of storage;
+    # dump 2: 500 examples = 0.5 s against 0.1 GB = 0.2 s; model c's dump is not counted.
+    dumps = [("a", 1000, 3e9), ("a", 500, 1e8), ("c", 10, 1e12)]
+    found = estimate({"a": counts, "c": counts}, rates, dumps, {"seconds_per_gb": 2.0, "how": "given with --rate"})
+    assert found["seconds"]["extraction"] == pytest.approx(6.0 + 0.5)
+    assert found["extraction"] == pytest.approx({"forward_s": 1.5, "storage_s": 6.2, "bytes": 3.1e9,
+                                                 "bound_by": "storage"})
+    assert found["bound_by"] == "extraction" and found["total_s"] == pytest.approx(6.5)
+    # With no storage rate, extraction is its forward passes; the bound is the largest line.
+    plain = estimate({"a": counts | {"finetune_train": 200}, "c": counts}, rates, dumps, {"not_timed": "read-only"})
+    assert plain["seconds"]["extraction"] == pytest.approx(1.5) and plain["extraction"]["storage_s"] is None
+    assert plain["bound_by"] == "fine-tuning"  # 200 x 0.01 = 2 s against 1.5 s
+
+
 def test_rates_given_on_the_command_line():
     assert parse_rates("forward=0.068, train=0.257") == Rates(0.068, 0.257, "given with --rate")
-    for wrong in ("forward=0.068", "forward=0.1,train=x", "forward=-1,train=1", "speed=1,train=1"):
+    assert parse_rates("forward=0.068,train=0.257,storage=1.3") == Rates(0.068, 0.257, "given with --rate", 1.3)
+    for wrong in ("forward=0.068", "forward=0.1,train=x", "forward=-1,train=1", "speed=1,train=1", "storage=1",
+                  "forward=1,train=1,storage=0", "forward=1,train=1,storage=inf"):
         with pytest.raises(ValueError, match="--rate"):
             parse_rates(wrong)
     with pytest.raises(SystemExit):  # refused before any dry run
@@ -135,17 +170,30 @@ def test_the_printed_time_says_what_was_timed_and_what_was_not():
               "ablation_disabling": 500, "ablation_found_heads_at_most": 200}
     rates = {"a": {"forward": 0.01, "train": 0.03, "how": "measured here on its weights: forward cpu, ..."},
              "b": {"not_timed": "no config.json of nobody/x here (not in the hub cache)"}}
-    time = {"given": False, "rates": rates, **estimate({"a": counts, "b": counts}, rates)}
+    storage = {"seconds_per_gb": 2.0, "how": "measured here: 256 MiB written to /r without fsync ..."}
+    # Its one dump: 1000 x 0.01 = 10 s of forward passes, against 3 GB x 2 s per GB = 6 s of storage.
+    time = {"given": False, "rates": rates, "storage": storage,
+            **estimate({"a": counts, "b": counts}, rates, [("a", 1000, 3e9)], storage)}
     lines = _time_lines({"time": time})
     assert lines[0] == ("Estimated time on this machine: 1.8 min for a, one job at a time: examples above x seconds "
                         "per example of each model (plan_timing.py)")
     assert "  a: 0.01 s per example forward (with maps), 0.03 s per training example" in lines
     assert "    measured here on its weights: forward cpu, ..." in lines
     assert "  b: not timed, no config.json of nobody/x here (not in the hub cache); not in the estimate" in lines
+    assert ("  storage: 2 s per GB of dump written and hashed\n    measured here: 256 MiB written to /r without "
+            "fsync ...") in lines
     # 3000 x 0.03 + 100 x 0.01 = 91 s of fine-tuning, 1000 x 0.01 = 10 s of extraction, 500 and 200 x 0.01 of
     # ablation: 108 s in all; model b is named, not counted.
     rule = "training examples x train rate + dev examples x forward rate"
     assert f"  {'fine-tuning':<22}{'1.5 min':>11}  {rule}" in lines
-    assert f"  {'extraction':<22}{'10 s':>11}  examples x forward rate" in lines
+    assert f"  {'extraction':<22}{'10 s':>11}  per dump the larger of examples x forward rate (10 s in all) and GB " \
+           "x storage rate (6 s for 3.0 GB), as the writer thread overlaps the model" in lines
+    assert "  Bound by fine-tuning: 1.5 min of 1.8 min (84%), the longest line above" in lines
     assert any(line.startswith("  Inputs timed at max_length") for line in lines)
     assert _time_lines({"time": {**time, "rates": {"b": rates["b"]}}})[0].startswith("Estimated time: none")
+    unwritable = {"not_timed": "/r cannot be written here (Read-only)"}
+    lines = _time_lines({"time": {**time, "storage": unwritable,
+                                  **estimate({"a": counts}, rates, [("a", 1000, 3e9)], unwritable)}})
+    assert "  storage: not timed, /r cannot be written here (Read-only); extraction counts its forward passes only" \
+        in lines
+    assert f"  {'extraction':<22}{'10 s':>11}  examples x forward rate" in lines

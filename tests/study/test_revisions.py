@@ -118,5 +118,5 @@ def test_the_prefetchs_entry_for_a_revision_keeps_the_models_own_settings(tmp_pa
     config = resolve_config([study, offline], [], semantics=False)
     assert config["models"]["pythia-160m-step1000"] == {"hub": None, "path": "/models/pythia-160m-step1000",
                                                         "max_length": 512, "subdir": "model",
-                                                        "prepend_bos": None}
+                                                        "prepend_bos": None, "dtype": "float32"}
     assert config["models"]["pythia-160m-step143000"]["max_length"] == 512

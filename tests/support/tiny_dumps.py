@@ -60,7 +60,7 @@ def whitespace_annotation(data_path, output):
 
 
 def tiny_dump(tmp_path, model_dir, pairs, n_shards=3, max_length=64, batch_size=3, compression="lz4",
-          implementation="eager", signal="attention", threads=1):
+          implementation="eager", signal="attention", threads=1, dtype="float32"):
     data = tiny_data(tmp_path, pairs)
     annotation = whitespace_annotation(data, tmp_path / "annotation.parquet")
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
@@ -73,7 +73,8 @@ def tiny_dump(tmp_path, model_dir, pairs, n_shards=3, max_length=64, batch_size=
     out = tmp_path / "dump"
     summary = extract_attention(manifest, token_path, out, n_shards=n_shards, batch_size=batch_size,
                                 max_batch_tokens=10_000, device="cpu", threads=threads, offline=False,
-                                compression=compression, implementation=implementation, signal=signal)
+                                compression=compression, implementation=implementation, signal=signal,
+                                dtype=dtype)
     return data, token_path, out, summary, stats
 
 

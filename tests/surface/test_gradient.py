@@ -167,6 +167,24 @@ def test_the_gradient_is_that_of_the_weights_the_model_uses(tiny_mlm, monkeypatc
     assert (up - down) / 2e-5 == pytest.approx(float(gradients[layer][0, head, row, col]), rel=1e-4)
 
 
+def test_bf16_gradients_follow_the_fp32_ones(tiny_mlm):
+    """surface.gradient_precision bf16: the passes run under bfloat16 autocast (the weights the model returns are
+    bfloat16), and the gradient per layer stays that of fp32 within bfloat16's precision."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_mlm)
+    model = AutoModelForMaskedLM.from_pretrained(tiny_mlm, attn_implementation="eager").eval()
+    encoded = tokenizer(*TEXTS[0], return_tensors="pt")
+    inputs = {**encoded, "labels": encoded["input_ids"].clone()}
+    fp32, fp32_loss = attention_gradients(model, inputs)
+    bf16, bf16_loss = attention_gradients(model, inputs, "bf16")
+    assert {str(g.dtype) for g in fp32} == {"torch.float32"} and {str(g.dtype) for g in bf16} == {"torch.bfloat16"}
+    assert bf16_loss != fp32_loss and bf16_loss == pytest.approx(fp32_loss, rel=0.02)
+    for exact, approximate in zip(fp32, bf16):
+        total = float(exact.abs().sum())
+        assert float((approximate.float() - exact).abs().sum()) < 0.1 * total
+
+
 def test_masked_lm_gradients_per_layer(tiny_mlm, tmp_path):
     from transformers import AutoTokenizer
 

@@ -113,7 +113,7 @@ def test_a_partial_of_an_earlier_extraction_is_refused_and_removed(three_shard_d
         (rebuilt / path.name).symlink_to(path)
     text = manifest.read_text()
     entry = AttentionDump(manifest.parent).shard_entry("shard-0001-of-0003.parquet")
-    write_sealed_json(json.loads(text.replace(entry["sha256"], "0" * 64)), rebuilt / "manifest.json")
+    write_sealed_json(json.loads(text.replace(entry["blake3"], "0" * 64)), rebuilt / "manifest.json")
     with pytest.raises(AtlasError, match="computed from an earlier extraction of .*shard-0001-of-0003.parquet"):
         surface_heads_gather(rebuilt / "manifest.json", partials, tmp_path / "t.csv", resamples=10, seed=0,
                              **LABELS)

@@ -106,7 +106,7 @@ def test_swapped_shards_are_refused_and_extracted_again(small):
 
 
 def test_a_foreign_shard_is_found_by_the_plan_alone(small):
-    # Another dump's shard copied in, time and all (cp -p): the plan's sha256 finds it without any analysis.
+    # Another dump's shard copied in, time and all (cp -p): the plan's digest finds it without any analysis.
     shard = small / DUMP / "shard-0000-of-0002.parquet"
     shutil.copy2(small / RANDOM_DUMP / shard.name, shard)
     dry = snakemake(small, "--dry-run")
@@ -123,7 +123,7 @@ def test_a_deleted_shard_is_extracted_again(small):
 def test_an_edited_manifest_is_refused_and_gathered_again(small):
     manifest = small / DUMP / "manifest.json"
     record = json.loads(manifest.read_text())
-    record["shards"][0]["sha256"] = "0" * 64
+    record["shards"][0]["blake3"] = "0" * 64
     manifest.write_text(json.dumps(record))
     with pytest.raises(CorruptShardError, match="manifest.json: it was edited after the workflow wrote it"):
         _read_dump(small)

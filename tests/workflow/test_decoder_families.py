@@ -1,9 +1,11 @@
-"""Tiny GPT-NeoX (Pythia's family) and Llama (grouped-query attention) models through the real DAG, beside the
-tiny GPT-2 of test_decoder_study.py: their dumps (both signals), the head diagnostics, [C]'s dependency heads in
-the causal directions, fine-tuning with last-token pooling, the fine-tuning effects ([K]'s change and pattern
-classes, [L]'s lexical categories) and per-head disabling. Run to those tables only (the
-whole tiny study is run on the GPT-2), so that the three families cost one study's time. Llama's token tables are
-made with prepend_bos false (rules/attention.smk's bos_ rules)."""
+"""A zoo of five tiny models of five families through the real DAG, fine-tuned by LoRA: GPT-NeoX (Pythia's family)
+and Llama (grouped-query attention) with random weights, OPT, a RoBERTa encoder, and a GPT-2 whose heads are set by
+hand (support/induction_gpt2.py: a previous-token head in layer 0, an induction head in layer 1). Their dumps (both
+signals), the head diagnostics, [C]'s dependency heads in the causal directions, fine-tuning with last-token pooling,
+the fine-tuning effects ([K]'s change and pattern classes, [L]'s lexical categories), per-head disabling, and the
+cross-model atlas, whose roles find the hand-set heads at the relative depth they were set. Run to those tables only
+(the whole tiny study is run on the GPT-2 of test_decoder_study.py). Llama's token tables are made with prepend_bos
+false (rules/attention.smk's bos_ rules)."""
 
 from __future__ import annotations
 
@@ -13,15 +15,17 @@ import pandas as pd
 import pytest
 import yaml
 
+from support.induction_gpt2 import save_induction_gpt2
 from support.mirror import write_tiny_study
 from support.workflow_runs import snakemake
 from workflow_scripts.core.labels import CAUSAL_DIRECTIONS
 
 pytestmark = pytest.mark.e2e
 # llama: two query heads share each value head
-FAMILIES = {"neox": ("gpt_neox", {}), "llama": ("llama", {"num_key_value_heads": 2})}
+FAMILIES = {"neox": ("gpt_neox", {}), "llama": ("llama", {"num_key_value_heads": 2}),
+            "opt": ("opt", {"ffn_dim": 64, "word_embed_proj_dim": 32}), "encoder": ("roberta", {"type_vocab_size": 1})}
 TABLES = ("attention_dumps", "head_diagnostics", "sink_rates", "dependency_best", "finetune_metrics",
-          "head_disabling", "finetune_change", "pattern_classes", "lexical_change")
+          "head_disabling", "finetune_change", "pattern_classes", "lexical_change", "atlas")
 
 
 def save_decoder(folder, model_type: str, tokenizer_dir, extra: dict):
@@ -31,8 +35,9 @@ def save_decoder(folder, model_type: str, tokenizer_dir, extra: dict):
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     torch.manual_seed(0)
     config = AutoConfig.for_model(model_type, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                  intermediate_size=64, vocab_size=len(tokenizer), max_position_embeddings=64,
-                                  bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, **extra)
+                                  intermediate_size=64, vocab_size=len(tokenizer), max_position_embeddings=66,
+                                  bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                                  pad_token_id=tokenizer.pad_token_id, **extra)
     AutoModel.from_config(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
@@ -42,6 +47,7 @@ def save_decoder(folder, model_type: str, tokenizer_dir, extra: dict):
 def built(tmp_path_factory, tiny_roberta):
     models = {name: save_decoder(tmp_path_factory.mktemp(name), model_type, tiny_roberta, extra)
               for name, (model_type, extra) in FAMILIES.items()}
+    models["gpt2"] = save_induction_gpt2(tmp_path_factory.mktemp("induction-gpt2"), tiny_roberta)
     work = write_tiny_study(tmp_path_factory.mktemp("decoder-families"), models["neox"])
     config = yaml.safe_load((work / "tiny.yaml").read_text())
     config["models"] = {name: {"path": str(folder), "max_length": 32} for name, folder in models.items()}
@@ -49,20 +55,27 @@ def built(tmp_path_factory, tiny_roberta):
     config["models"]["llama"]["prepend_bos"] = False
     config["study"]["models"] = list(models)
     config["attention"]["corpora"] = {"wiki": ["segments"], "ewt": ["train", "dev"]}
+    config["finetune"].update(method="lora", lora_rank=2, lora_alpha=4, learning_rate=1.0e-2)
+    # the hand-set GPT-2 codes token ids below 48 only: the random-token inputs draw from those
+    config["surface"]["diagnostics"].update(token_range=[5, 48], sequences=8)
     (work / "tiny.yaml").write_text(yaml.safe_dump(config))
-    result = snakemake(work, *(f"results/tables/{name}.csv" for name in TABLES))
+    result = snakemake(work, *(f"results/tables/{name}.csv" for name in TABLES), "results/figures/report/atlas.png")
     assert result.returncode == 0, result.stderr[-6000:]
     return work / "results" / "tables"
 
 
-def test_neox_and_llama_dump_both_signals_as_causal_maps(built):
+MODELS = ("neox", "llama", "opt", "encoder", "gpt2")
+HEADS = {"neox": 8, "llama": 8, "opt": 8, "encoder": 8, "gpt2": 4}  # layers x heads
+
+
+def test_every_family_dumps_both_signals_decoders_as_causal_maps(built):
     dumps = pd.read_csv(built / "attention_dumps.csv")
-    assert set(dumps["model"] + ":" + dumps["signal"]) == {"neox:attention", "neox@norm:norm",
-                                                           "llama:attention", "llama@norm:norm"}
-    for model in ("neox", "llama"):
+    assert set(dumps["model"] + ":" + dumps["signal"]) == {f"{m}:attention" for m in MODELS} | {
+        f"{m}@norm:norm" for m in MODELS}
+    for model in MODELS:
         manifest = json.loads((built.parent / "attention" / model / "pretrained" / "wiki" / "segments" /
                                "manifest.json").read_text())
-        assert manifest["layout"] == "lower_triangle", model
+        assert manifest["layout"] == ("full" if model == "encoder" else "lower_triangle"), model
 
 
 def test_a_model_set_to_prepend_no_bos_has_token_tables_without_it(built):
@@ -87,23 +100,46 @@ def test_neox_and_llama_have_diagnostics_and_causal_dependency_heads(built):
         assert set(best.loc[best["model"] == model, "direction"]) == set(CAUSAL_DIRECTIONS), model
 
 
-def test_neox_and_llama_are_fine_tuned_and_each_head_disabled(built):
+def test_every_family_is_fine_tuned_by_lora_and_each_head_disabled(built):
     metrics = pd.read_csv(built / "finetune_metrics.csv")
-    assert set(metrics["model"]) == {"neox", "llama"} and set(metrics["task"]) == {"cola"}
+    assert set(metrics["model"]) == set(MODELS) and set(metrics["task"]) == {"cola"}
+    for model in MODELS:
+        (record,) = [json.loads(p.read_text()) for p in (built.parent / "finetune" / model).glob("cola.seed*.json")]
+        assert record["settings"]["method"] == "lora" and record["trained_parameters"] < record["parameters"], model
     disabling = pd.read_csv(built / "head_disabling.csv")
-    assert disabling.groupby("model").size().to_dict() == {"llama": 8, "neox": 8}
+    assert disabling.groupby("model").size().to_dict() == HEADS
     assert disabling["score"].notna().all()
 
 
-def test_neox_and_llama_have_the_fine_tuning_effects(built):
+def test_every_family_has_the_fine_tuning_effects_of_its_merged_lora_checkpoint(built):
     change = pd.read_csv(built / "finetune_change.csv")
     finetuned = change[change["kind"] == "finetuned"]
     # one cosine per head, for both signals
-    assert finetuned.groupby("model").size().to_dict() == {"llama": 8, "llama@norm": 8, "neox": 8, "neox@norm": 8}
-    assert finetuned["cosine"].between(-1 - 1e-6, 1 + 1e-6).all()  # float32: a head barely changed is 1 +- 1e-7
+    assert finetuned.groupby("model").size().to_dict() == {**HEADS, **{f"{m}@norm": n for m, n in HEADS.items()}}
+    # float32: a head barely changed is 1 +- 1e-7. The hand-set GPT-2's heads without value weights have all-zero
+    # norm maps, whose cosine is undefined.
+    undefined = finetuned["cosine"].isna()
+    assert set(finetuned.loc[undefined, "model"]) <= {"gpt2@norm"}
+    assert finetuned.loc[~undefined, "cosine"].between(-1 - 1e-6, 1 + 1e-6).all()
     classes = pd.read_csv(built / "pattern_classes.csv")
-    assert {"neox", "llama"} <= set(classes["model"])
+    assert set(MODELS) <= set(classes["model"])
     for model, part in classes[classes["classifier"] == "rule"].groupby(["model", "checkpoint"]):
         assert part["share"].sum() == pytest.approx(1.0, abs=1e-6), model  # every map in one class
     lexical = pd.read_csv(built / "lexical_change.csv")
-    assert {"neox", "llama"} <= set(lexical["model"]) and lexical["difference"].notna().all()
+    assert set(MODELS) <= set(lexical["model"]) and lexical["difference"].notna().all()
+
+
+def test_the_atlas_finds_the_hand_set_heads_at_their_depth(built):
+    atlas = pd.read_csv(built / "atlas.csv")
+    assert set(atlas["model"]) >= set(MODELS)
+    assert set(atlas.loc[atlas["model"] == "llama", "family"]) == {"llama"}
+    assert set(atlas.loc[atlas["model"] == "encoder", "family"]) == {"roberta"}
+    gpt2 = atlas[(atlas["model"] == "gpt2") & (atlas["checkpoint"] == "pretrained")]
+    for role, layer in (("previous_token", 0), ("induction", 1)):
+        best = gpt2[gpt2["role"] == role].sort_values("score", ascending=False).iloc[0]
+        # head 0 of the layer it was set in, at that layer's relative depth, far above its random-init control
+        assert (best["layer"], best["head"]) == (layer, 0), role
+        assert best["relative_depth"] == pytest.approx((layer + 0.5) / 2), role
+        assert best["score"] > 0.8 and best["score"] > best["random_score"] + 0.5, role
+    assert {"sink", "previous_token", "induction", "dependency", "causal_importance"} <= set(atlas["role"])
+    assert (built.parent / "figures" / "report" / "atlas.png").stat().st_size > 10_000  # the cross-model figure

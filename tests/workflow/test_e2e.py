@@ -84,6 +84,16 @@ def test_full_tiny_study_builds(built):
         assert log.stat().st_size > 0, f"{log} is empty: every rule must log"
 
 
+def test_the_atlas_places_every_model_s_heads_by_relative_depth(built):
+    atlas = pd.read_csv(built / "results" / "tables" / "atlas.csv")
+    assert list(atlas.columns) == ["model", "family", "parameters", "series", "revision", "step", "checkpoint",
+                                   "role", "detail", "layer", "num_layers", "relative_depth", "head", "score",
+                                   "ci_low", "ci_high", "random_score", "rank"]
+    assert set(atlas["model"]) == {"tiny"} and {"sink", "dependency", "causal_importance"} <= set(atlas["role"])
+    assert ((atlas["relative_depth"] - (atlas["layer"] + 0.5) / atlas["num_layers"]).abs() < 1e-9).all()
+    assert (built / "results" / "figures" / "report" / "atlas.png").stat().st_size > 0
+
+
 def test_second_run_does_nothing(built):
     result = snakemake(built, "--dry-run")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -133,7 +143,7 @@ def test_a_change_of_behaviour_in_a_module_reruns_the_jobs_that_run_it_and_a_com
     module.write_text(original + "\nMENTIONS_CHANGED = True\n", encoding="utf-8")  # any change of the syntax tree
     # The coreference scores and tables run syntax/coreference.py; the rest reads coref_best.csv.
     assert planned(snakefile) - moved == {"coreference_scores", "coreference_tables", "found_heads",
-                                          "found_heads_table", "head_explorer"}
+                                          "found_heads_table", "head_explorer", "atlas", "atlas_figure"}
 
 
 def _dry_run_with(work: Path, config: dict, folder: Path) -> set[str]:

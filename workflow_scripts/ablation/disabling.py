@@ -60,6 +60,8 @@ class TaskScorer:
         self.tokenizer, self.model = load_ablatable(checkpoint_manifest, offline=offline, classifier=True)
         self.model.to(self.device)
         self.data = dev_examples(dev_path, self.spec, dict(settings), self.tokenizer, max_examples, mirror)
+        # The fine-tuning run's arithmetic (finetune.precision); fp32 for settings recorded before it existed.
+        self.precision = settings.get("precision", "fp32")
         self.ablation = HeadAblation(self.model)
 
     def score(self, heads: set[tuple[int, int]] | None = None, mode: str = "zero") -> tuple[float, float]:
@@ -68,7 +70,7 @@ class TaskScorer:
 
         started = time.perf_counter()
         with self.ablation.ablating(heads or set(), mode):
-            value = evaluate(self.model, self.data, self.batch_size, self.device)[self.metric]
+            value = evaluate(self.model, self.data, self.batch_size, self.device, self.precision)[self.metric]
         return float(value), time.perf_counter() - started
 
     def baseline(self, modes: list[str]) -> tuple[float, float]:

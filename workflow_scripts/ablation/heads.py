@@ -33,7 +33,7 @@ from typing import Any
 
 from ..core.errors import AtlasError
 from ..models.checkpoints import load_checkpoint, read_manifest, weights_options
-from ..models.families import attention_of_layers, ensure_pad_token
+from ..models.families import attention_of_layers, ensure_pad_token, load_pretrained
 
 ABLATION_IMPLEMENTATION = "atlas_head_ablation"
 MODES = ("zero", "uniform", "first", "mean")
@@ -262,7 +262,8 @@ def load_ablatable(manifest_path: str | Path, *, offline: bool, classifier: bool
     """
     if not classifier:
         return load_checkpoint(manifest_path, offline=offline, attn_implementation=attn_implementation())
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    import torch
+    from transformers import AutoTokenizer
 
     manifest = read_manifest(manifest_path)
     if manifest.get("kind") != "finetuned":
@@ -272,8 +273,8 @@ def load_ablatable(manifest_path: str | Path, *, offline: bool, classifier: bool
     if manifest.get("revision"):
         kwargs["revision"] = manifest["revision"]
     tokenizer = AutoTokenizer.from_pretrained(manifest["load_from"], **kwargs)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        manifest["load_from"], attn_implementation=attn_implementation(), **kwargs, **weights_options(manifest))
+    model = load_pretrained("classifier", manifest["load_from"], attn_implementation=attn_implementation(), **kwargs,
+                            **weights_options(manifest), dtype=torch.float32)
     ensure_pad_token(model, tokenizer)  # checkpoints fine-tuned before it was saved with them
     model.eval()
     return tokenizer, model

@@ -18,7 +18,7 @@ import json
 import logging
 import time
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
 from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,12 +29,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
-from ..core.file_records import GrowingFileDigest, file_entry, write_sealed_json
+from ..core.file_records import file_entry, write_sealed_json
 from ..core.io import atomic_path, read_metadata
 from ..core.subjects import DEFAULT_SIGNAL
 from ..models.families import family_of
 from .columns import layers_column, maps_column
 from .layout import FULL, LOWER_TRIANGLE
+from .shard_writer import DIGEST, STAGE_TIMINGS, ShardWriter
 from .shards import example_ids_digest, shard_bounds, shard_names, shard_record_path
 from .signals import SignalMaps, attention_layers, attn_implementation_for
 from .streams import in_order, stream_threads
@@ -49,16 +50,15 @@ DUMP_SCHEMA = pa.schema([
     pa.field("attention", pa.large_binary(), nullable=False),
 ])
 # "signal computation": norm and rollout's math after the forward pass (signals.SignalMaps); 0 for attention.
-# On CPU the attention weights are cast to float16 as they are copied into the column (columns.layers_column); on a
-# GPU, and for the other signals, the cast is part of the forward pass's time. The first three are summed over the
-# model streams (streams.py), which overlap each other: "waiting for the model" is what the shard waited for them.
-TIMINGS = ("forward pass", "signal computation", "float16 cast and copy into the column", "waiting for the model",
-           "waiting for the writer", "writer thread: encode, compress, write", "writer thread: sha256",
-           "closing shards", "shard sha256")
+# On CPU the attention weights are cast to float16 as they are copied into the column (columns.layers_column), on a
+# model stream; on a GPU, and for the other signals, the cast is part of the forward pass's time, and the copy into
+# the column is done by shard_writer's column threads. The forward pass and the signal are summed over the model
+# streams (streams.py), which overlap each other: "waiting for the model" is what the shard waited for them. The
+# stages' times (shard_writer.STAGE_TIMINGS) are summed over their threads, which overlap the model.
+TIMINGS = ("forward pass", "signal computation", "waiting for the model", "waiting for the writer", *STAGE_TIMINGS,
+           "closing shards", "shard digest")
 # Level 1: on real maps it stores 1.766 bytes per value against 1.756 at level 3, in 0.73x the time.
 ZSTD_LEVEL = 1
-# Batches waiting for the writer at most: memory stays flat even when writing is slower than the model.
-WRITES_AHEAD = 2
 # attention.compression (config) -> ParquetWriter arguments.
 CODECS = {"lz4": {"compression": "lz4"}, "zstd": {"compression": "zstd", "compression_level": ZSTD_LEVEL},
           "none": {"compression": None}}
@@ -138,7 +138,8 @@ class Extractor:
 
 
 def load_extractor(checkpoint_manifest: str | Path, token_table: str | Path, *, device: str, threads: int,
-                   offline: bool, implementation: str, signal: str = "attention") -> Extractor:
+                   offline: bool, implementation: str, signal: str = "attention",
+                   dtype: str = "float32") -> Extractor:
     import torch
 
     from ..models.checkpoints import load_checkpoint, read_manifest
@@ -146,7 +147,7 @@ def load_extractor(checkpoint_manifest: str | Path, token_table: str | Path, *, 
     torch.set_num_threads(max(1, threads))
     manifest = read_manifest(checkpoint_manifest, verify=False)  # load_checkpoint verifies the weights it loads
     try:
-        _, model = load_checkpoint(checkpoint_manifest, offline=offline,
+        _, model = load_checkpoint(checkpoint_manifest, offline=offline, dtype=dtype,
                                    attn_implementation=attn_implementation_for(implementation, signal))
     except (ValueError, OSError) as exc:
         # Only an error about the attention implementation is blamed on the setting; any other (an unreadable
@@ -176,8 +177,7 @@ def retire_manifest(out_dir: str | Path) -> None:
 
 
 def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards: int, *, batch_size: int,
-                max_batch_tokens: int, compression: str, writer_thread: ThreadPoolExecutor | None = None,
-                signal: str | None = None) -> dict[str, Any]:
+                max_batch_tokens: int, compression: str, signal: str | None = None) -> dict[str, Any]:
     """Extract shard ``index`` of ``n_shards`` (positions [lo, hi) of the token table, by shard_bounds).
 
     ``signal`` (signals.SIGNALS) defaults to the one the extractor was loaded for; ``norm`` needs an extractor
@@ -222,16 +222,11 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
     # the writer thread's work overlaps the model's, so only "waiting for the writer" adds to the wall time.
     timings = dict.fromkeys(TIMINGS, 0.0)
 
-    def timed_write(writer: pq.ParquetWriter, record: pa.RecordBatch, digest: GrowingFileDigest) -> None:
-        began = time.perf_counter()
-        writer.write_batch(record)
-        written = time.perf_counter()
-        digest.update()  # the shard's sha256, of the bytes just written, while they are in the page cache
-        timings["writer thread: encode, compress, write"] += written - began
-        timings["writer thread: sha256"] += time.perf_counter() - written
+    on_gpu = device.startswith("cuda")
 
-    def compute(batch: np.ndarray) -> tuple[pa.RecordBatch, dict[str, float]]:
-        """One batch's record and the seconds it took, on a model stream."""
+    def compute(batch: np.ndarray) -> tuple[Callable[[], tuple[pa.RecordBatch, dict[str, float]]], dict[str, float]]:
+        """One batch through the model, on a model stream: a function that makes its record (run by the shard
+        writer's column threads), and the seconds the model took."""
         width = int(ex.lengths[batch].max())
         ids = np.full((len(batch), width), pad_id, dtype=np.int64)
         types = np.zeros((len(batch), width), dtype=np.int64)
@@ -243,69 +238,76 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
         began = time.perf_counter()
         inputs = (torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device),
                   torch.from_numpy(types).to(device) if uses_token_types else None)
+
+        def record(column: pa.Array) -> pa.RecordBatch:
+            return pa.record_batch([pa.array(ex.example_ids[batch], pa.int64()),
+                                    pa.array(ex.lengths[batch], pa.int32()), column], schema=schema)
+
         if signal == DEFAULT_SIGNAL and device == "cpu":  # cast while cutting: one pass over the weights
-            layers, signal_seconds = attention_layers(model, *inputs), 0.0
+            layers = attention_layers(model, *inputs)
             copied = time.perf_counter()
-            column = layers_column(layers, ex.lengths[batch], layout, ex.example_ids[batch])
-        else:
-            maps, signal_seconds = signal_maps(*inputs)
-            maps = maps.cpu().numpy()
-            copied = time.perf_counter()
-            column = maps_column(maps, ex.lengths[batch], layout, ex.example_ids[batch])
-        record = pa.record_batch([pa.array(ex.example_ids[batch], pa.int64()),
-                                  pa.array(ex.lengths[batch], pa.int32()), column], schema=schema)
-        return record, {"forward pass": copied - began - signal_seconds, "signal computation": signal_seconds,
-                        "float16 cast and copy into the column": time.perf_counter() - copied}
+            built = record(layers_column(layers, ex.lengths[batch], layout, ex.example_ids[batch]))
+            seconds = {"forward pass": copied - began, "signal computation": 0.0,
+                       "float16 cast and copy into the column": time.perf_counter() - copied}
+            return lambda: (built, {}), seconds
+        maps, signal_seconds = signal_maps(*inputs)
+        ready = None
+        if on_gpu:  # to pinned host memory without waiting: the model goes on with the next batch meanwhile
+            host = torch.empty(maps.shape, dtype=maps.dtype, pin_memory=True)
+            host.copy_(maps, non_blocking=True)
+            ready = torch.cuda.Event(blocking=True)  # the column thread sleeps on it rather than spinning
+            ready.record()
+            maps = host
+        seconds = {"forward pass": time.perf_counter() - began - signal_seconds, "signal computation": signal_seconds}
+
+        def build() -> tuple[pa.RecordBatch, dict[str, float]]:
+            cutting = time.perf_counter()
+            if ready is not None:
+                ready.synchronize()
+            column = maps_column(maps.numpy(), ex.lengths[batch], layout, ex.example_ids[batch])
+            return record(column), {"float16 cast and copy into the column": time.perf_counter() - cutting}
+
+        return build, seconds
 
     batches = shard_batches(ex.lengths, index, n_shards, batch_size, max_batch_tokens)
     streams = stream_threads(ex.threads, device, signal)
     with ExitStack() as stack:
-        if writer_thread is None:
-            # Parquet encoding and compression run on a writer thread while the model computes the next batch.
-            writer_thread = stack.enter_context(ThreadPoolExecutor(max_workers=1))
         tmp = stack.enter_context(atomic_path(destination))
         # Statistics for the id columns only: min/max of the maps' blobs would be of no use, and computing them
         # took half of the writer's time (the reader's get() skips row groups by their example_id range).
-        writer = pq.ParquetWriter(tmp, schema, **CODECS[compression], use_dictionary=False, write_page_checksum=True,
-                                  write_statistics=["example_id", "n_tokens"])
-        # Hashed as it is written, on the writer thread: reading the whole shard back once it is closed put
-        # the hash on the model's critical path.
-        digest = GrowingFileDigest(tmp)
-        pending: list[Future] = []
+        options = {**CODECS[compression], "use_dictionary": False, "write_page_checksum": True,
+                   "write_statistics": ["example_id", "n_tokens"]}
+        # On a CPU the model streams take the cores (the column is cut on them); a GPU leaves them to the columns.
+        writer = stack.enter_context(ShardWriter(tmp, schema, options, timings=timings,
+                                                 workers=ex.threads if device != "cpu" else 1))
         computed = stack.enter_context(closing(in_order(compute, batches, streams)))
         for _ in batches:
             began = time.perf_counter()
-            record, seconds = next(computed)
+            build, seconds = next(computed)
             waiting = time.perf_counter()
             for part, part_seconds in seconds.items():
                 timings[part] += part_seconds
             timings["waiting for the model"] += waiting - began
-            # At most two batches wait for the writer, so memory stays flat however many
-            # examples a shard holds, even when writing is slower than the model.
-            while len(pending) >= WRITES_AHEAD:
-                pending.pop(0).result()
-            pending.append(writer_thread.submit(timed_write, writer, record, digest))
+            writer.submit(build)
             timings["waiting for the writer"] += time.perf_counter() - waiting
         began = time.perf_counter()
-        for future in pending:
-            future.result()
-        writer.close()
-        stack.pop_all().close()  # rename the shard into place (and stop a writer thread of our own)
+        writer.finish()
+        stack.pop_all().close()  # rename the shard into place, stop the writer's threads
     timings["closing shards"] += time.perf_counter() - began
     began = time.perf_counter()
-    sha256 = digest.hexdigest(destination)  # the bytes the writer thread has not hashed yet: the footer
-    timings["shard sha256"] += time.perf_counter() - began
+    digest = writer.digest.hexdigest(destination)  # the bytes the hashing thread has not read yet: the footer
+    timings["shard digest"] += time.perf_counter() - began
     lengths = ex.lengths[lo:hi]
     shard = {"file": name, "rows": hi - lo, "first_position": lo,
              "example_ids": [int(ex.example_ids[lo]), int(ex.example_ids[hi - 1])] if hi > lo else [],
-             "bytes": destination.stat().st_size, "sha256": sha256,
+             "bytes": destination.stat().st_size, DIGEST: digest,
              "example_ids_sha256": example_ids_digest(ex.example_ids[np.concatenate(batches)] if batches
                                                       else np.zeros(0, np.int64)),
              "run_id": run_id}
     seconds = time.perf_counter() - started
     record = {"model": ex.checkpoint["model"], "checkpoint": ex.checkpoint["checkpoint"],
               "input_protocol": ex.input_protocol, "signal": signal, "compression": compression, "layout": layout,
-              "implementation": ex.implementation,
+              "implementation": ex.implementation, "weights_dtype": str(model.dtype).removeprefix("torch."),
               "num_layers": ex.num_layers, "num_heads": ex.num_heads, "device": ex.device,
               "token_table": ex.token_table, "table_examples": len(ex.example_ids), "index": index,
               # The token table as this shard read it: the plan checks it (study/integrity.py).
@@ -322,13 +324,14 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
 
 def extract_shard(checkpoint_manifest: str | Path, token_table: str | Path, out_dir: str | Path, *, index: int,
                   n_shards: int, batch_size: int, max_batch_tokens: int, device: str, threads: int,
-                  offline: bool, compression: str, implementation: str, signal: str = "attention") -> dict[str, Any]:
+                  offline: bool, compression: str, implementation: str, signal: str = "attention",
+                  dtype: str = "float32") -> dict[str, Any]:
     """One shard of a dump, in a process of its own (rule extract_attention): load, extract, record."""
     if not 0 <= index < n_shards:
         raise AtlasError(f"shard index {index} is outside a dump of {n_shards} shards")
     retire_manifest(out_dir)  # first: loading the model takes a while, and the job may be killed meanwhile
     extractor = load_extractor(checkpoint_manifest, token_table, device=device, threads=threads, offline=offline,
-                               implementation=implementation, signal=signal)
+                               implementation=implementation, signal=signal, dtype=dtype)
     return write_shard(extractor, out_dir, index, n_shards, batch_size=batch_size, max_batch_tokens=max_batch_tokens,
                        compression=compression)
 
@@ -336,17 +339,16 @@ def extract_shard(checkpoint_manifest: str | Path, token_table: str | Path, out_
 def extract_attention(checkpoint_manifest: str | Path, token_table: str | Path, out_dir: str | Path, *,
                       n_shards: int, batch_size: int, max_batch_tokens: int, device: str, threads: int,
                       offline: bool, compression: str, implementation: str,
-                      signal: str = "attention") -> dict[str, Any]:
+                      signal: str = "attention", dtype: str = "float32") -> dict[str, Any]:
     """A whole dump in one process: the model is loaded once, every shard written (write_shard), then the
     manifest gathered (gather_manifest). The workflow runs the same two steps as one job per shard
     (rule extract_attention) and a gather (rule attention_dump_manifest)."""
     retire_manifest(out_dir)
     extractor = load_extractor(checkpoint_manifest, token_table, device=device, threads=threads, offline=offline,
-                               implementation=implementation, signal=signal)
-    with ThreadPoolExecutor(max_workers=1) as writer_thread:
-        for index in range(n_shards):
-            write_shard(extractor, out_dir, index, n_shards, batch_size=batch_size,
-                        max_batch_tokens=max_batch_tokens, compression=compression, writer_thread=writer_thread)
+                               implementation=implementation, signal=signal, dtype=dtype)
+    for index in range(n_shards):
+        write_shard(extractor, out_dir, index, n_shards, batch_size=batch_size, max_batch_tokens=max_batch_tokens,
+                    compression=compression)
     from .gather import gather_manifest  # gather imports this module's names
 
     return gather_manifest(out_dir, n_shards)

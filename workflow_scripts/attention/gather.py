@@ -31,8 +31,13 @@ log = logging.getLogger(__name__)
 
 # Fields every shard record of one dump must share: records that differ were made by different settings.
 SHARED_FIELDS = ("model", "checkpoint", "input_protocol", "signal", "layout", "compression", "implementation",
-                 "num_layers",
+                 "weights_dtype", "num_layers",
                  "num_heads", "token_table", "table_examples", "num_shards")
+
+
+def _shared(record: dict[str, Any], field: str) -> Any:
+    """A shared field of a shard record; a record written before weights_dtype was recorded had float32 weights."""
+    return record.get(field, "float32" if field == "weights_dtype" else None)
 
 
 def gather_manifest(out_dir: str | Path, n_shards: int) -> dict[str, Any]:
@@ -64,11 +69,12 @@ def gather_manifest(out_dir: str | Path, n_shards: int) -> dict[str, Any]:
         records.append(record)
     first = records[0]
     for record in records[1:]:
-        differing = [k for k in SHARED_FIELDS if record.get(k) != first.get(k)]
+        differing = [k for k in SHARED_FIELDS if _shared(record, k) != _shared(first, k)]
         if differing:
             raise AtlasError(f"{out_dir}: shard {record['shard']['file']} was extracted with other "
-                             f"{', '.join(differing)} than {first['shard']['file']} ({record[differing[0]]!r} vs "
-                             f"{first[differing[0]]!r}); run snakemake again (with --forcerun extract_attention)")
+                             f"{', '.join(differing)} than {first['shard']['file']} ({_shared(record, differing[0])!r} "
+                             f"vs {_shared(first, differing[0])!r}); run snakemake again (with --forcerun "
+                             "extract_attention)")
     position = 0
     for record in records:
         shard = record["shard"]
@@ -89,6 +95,7 @@ def gather_manifest(out_dir: str | Path, n_shards: int) -> dict[str, Any]:
                "dump_id": hashlib.sha256(" ".join(s["run_id"] for s in shards).encode()).hexdigest()[:32],
                "input_protocol": first["input_protocol"], "signal": first["signal"], "layout": first["layout"],
                "compression": first["compression"], "implementation": first["implementation"],
+               "weights_dtype": first.get("weights_dtype", "float32"),
                "num_layers": first["num_layers"], "num_heads": first["num_heads"], "examples": position,
                "tokens": sum(r["tokens"] for r in records),
                "values": values, "bytes": total_bytes, "bytes_per_value": total_bytes / max(values, 1),

@@ -33,8 +33,9 @@ from .reader import AttentionDump
 
 
 def shard_fingerprint(entry: Mapping[str, Any]) -> str:
-    """What identifies one extraction of a shard: the manifest's sha256 of the file (its run id otherwise)."""
-    return str(entry.get("sha256") or entry.get("run_id") or f"rows={entry['rows']},bytes={entry.get('bytes')}")
+    """What identifies one extraction of a shard: the manifest's digest of the file (its run id otherwise)."""
+    return str(entry.get("blake3") or entry.get("sha256") or entry.get("run_id")
+               or f"rows={entry['rows']},bytes={entry.get('bytes')}")
 
 
 def write_partial(table: pa.Table, output: str | os.PathLike[str], *, dump: AttentionDump, shards: Sequence[str],

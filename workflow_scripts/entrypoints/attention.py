@@ -53,7 +53,7 @@ def extract_attention(smk: Any) -> None:
                   n_shards=smk.params.num_shards, compression=smk.params.compression,
                   batch_size=smk.params.batch_size, max_batch_tokens=smk.params.max_batch_tokens,
                   device=smk.params.device, threads=smk.threads, offline=smk.params.offline,
-                  implementation=smk.params.implementation, signal=smk.params.signal)
+                  implementation=smk.params.implementation, signal=smk.params.signal, dtype=smk.params.dtype)
 
 
 @entry_point("attention_dump_manifest")

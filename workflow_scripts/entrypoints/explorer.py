@@ -37,3 +37,10 @@ def head_explorer(smk: Any) -> None:
                        for (c, label), manifest in zip(layout["example_checkpoints"], dumps, strict=True)],
         example_tokens=smk.input.get("example_tokens"), corpus=layout["corpus"], split=layout["split"],
         examples=p.examples, max_tokens=p.max_tokens, example_ids=p.example_ids, max_megabytes=p.max_megabytes)
+
+
+@entry_point("explorer_index")
+def explorer_index(smk: Any) -> None:
+    from ..explorer.index import index_page
+
+    index_page(list(smk.params.models), list(smk.params.pages), smk.input.models, smk.output[0])

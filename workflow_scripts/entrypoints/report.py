@@ -75,3 +75,34 @@ def head_development_figure(smk: Any) -> None:
     from ..report.development import draw_head_development
 
     draw_head_development(smk.input.table, smk.output.png, smk.output.pdf, series=smk.wildcards.series)
+
+
+def _listed(value: Any) -> list[str]:
+    """A named input that may be one path or a list of them, as a list."""
+    if value is None:
+        return []
+    return [str(value)] if isinstance(value, str) else [str(path) for path in value]
+
+
+@entry_point("atlas")
+def atlas(smk: Any) -> None:
+    from ..models.families import family_of
+    from ..report.atlas import ATLAS_INPUTS, atlas_table, checkpoint_weights, count_parameters
+
+    p = smk.params
+    patterns = [(*part, path) for part, path in zip(p.patterns, _listed(smk.input.get("patterns")), strict=True)]
+    # A random-init checkpoint has the model's architecture: its weights' shapes count the model's parameters.
+    parameters = {model: count_parameters(checkpoint_weights(manifest))
+                  for model, manifest in zip(p.random_models, _listed(smk.input.get("random_checkpoints")),
+                                             strict=True)}
+    atlas_table(smk.input.models, smk.output[0], family_of=lambda model_type: family_of(model_type).name,
+                tables={name: smk.input.get(name) for name in ATLAS_INPUTS}, patterns=patterns,
+                parameters=parameters, revisions=p.revisions, treebank=p.treebank, select_split=p.select_split,
+                score_split=p.score_split)
+
+
+@entry_point("atlas_figure")
+def atlas_figure(smk: Any) -> None:
+    from ..report.atlas_figure import draw_atlas
+
+    draw_atlas(smk.input.table, smk.output.png, smk.output.pdf)

@@ -33,8 +33,8 @@ def sep_gradient_part(smk: Any) -> None:
     p = smk.params
     sep_gradient(smk.input.checkpoint, smk.input.tokens, smk.output[0],
                  task_data=smk.input.get("task_data"), task=p.task, max_examples=p.examples, mask_prob=p.mask_prob,
-                 seed=p.seed, resamples=p.resamples, bootstrap_seed=p.bootstrap_seed, threads=smk.threads,
-                 offline=p.offline, data_name=f"{p.corpus}/{p.split}")
+                 precision=p.precision, seed=p.seed, resamples=p.resamples, bootstrap_seed=p.bootstrap_seed,
+                 threads=smk.threads, offline=p.offline, data_name=f"{p.corpus}/{p.split}")
 
 
 @entry_point("head_clusters_part")
@@ -164,7 +164,7 @@ def head_diagnostics_part(smk: Any) -> None:
     head_diagnostics(smk.input.checkpoint, smk.output[0], model=smk.wildcards.model,
                      checkpoint=smk.wildcards.checkpoint, settings=settings, resamples=p.resamples,
                      bootstrap_seed=p.bootstrap_seed, threads=smk.threads, offline=p.offline,
-                     natural_tokens=smk.input.tokens)
+                     natural_tokens=smk.input.tokens, dtype=p.dtype)
 
 
 @entry_point("head_diagnostics_table")

@@ -61,7 +61,9 @@
       groups.get(m.group).appendChild(el("option", { value: m.id }, m.label));
     });
     const ids = signal().measures.map(m => m.id);
-    state.measure = ids.includes(state.measure) ? state.measure : (ids[0] || null);
+    // The measure the page opens on is the data's (a decoder's: attention to the first token, page.py).
+    const opening = ids.includes(signal().default_measure) ? signal().default_measure : (ids[0] || null);
+    state.measure = ids.includes(state.measure) ? state.measure : opening;
     if (state.measure) select.value = state.measure;
   }
   const currentMeasure = () => signal().measures.find(m => m.id === state.measure) || null;

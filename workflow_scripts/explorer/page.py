@@ -32,6 +32,7 @@ from .head_tables import (
     coreference_section,
     declared_measures,
     dependency_section,
+    is_decoder,
     lexical_section,
     model_shape,
     pattern_section,
@@ -44,6 +45,9 @@ SIGNAL = "attention"  # the only signal today; another (e.g. attention x value n
 SECTION_ORDER = ("surface", "dependency", "coreference", "cluster", "patterns", "change", "lexical")
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _PLACEHOLDER = re.compile(r"\{\{(CSP|TITLE|STYLE|DATA|SCRIPT)\}\}")
+# The grid measures a decoder's page opens on, the first the study has: attention to the first token (its sink) on the
+# surface corpus, then on random tokens (study/plans/surface.py declares both).
+DECODER_DEFAULTS = ("measure.first_token.first_token", "measure.head_diagnostics.first_token.random")
 
 
 def embed_json(data: Any) -> str:
@@ -72,6 +76,19 @@ def render_page(data: Mapping[str, Any], title: str) -> str:
     parts = {"CSP": policy, "TITLE": html.escape(title), "STYLE": style, "DATA": embed_json(data), "SCRIPT": script}
     # One pass: text put in is never searched for placeholders again.
     return _PLACEHOLDER.sub(lambda m: parts[m.group(1)], _asset("page.html"))
+
+
+def default_measure(measures: Sequence[Mapping[str, Any]], decoder: bool) -> str | None:
+    """The id of the measure the page opens on. A decoder's: its attention to the first token ([CLS], the grid's
+    first measure, is 0 in every cell of a model without one). Otherwise, or where the study has neither, the
+    first measure with a value in some cell (non-zero for a number); failing that, the first measure."""
+    ids = [m["id"] for m in measures]
+    for wanted in DECODER_DEFAULTS if decoder else ():
+        if wanted in ids:
+            return wanted
+    shown = next((m["id"] for m in measures
+                  if any(v is not None and (m["kind"] == "category" or v != 0) for v in m["values"])), None)
+    return shown or (ids[0] if ids else None)
 
 
 def explorer_data(model: str, tables: Mapping[str, str | Path | None], *,
@@ -121,7 +138,8 @@ def explorer_data(model: str, tables: Mapping[str, str | Path | None], *,
         "summary": f"{shape.layers} layers x {shape.heads} heads; {len(measures)} per-head measures; "
                    f"{len(examples.get('sentences', []))} example inputs",
         "signal_order": [SIGNAL],
-        "signals": {SIGNAL: {"label": "attention weights", "measures": measures, "sections": sections}},
+        "signals": {SIGNAL: {"label": "attention weights", "measures": measures, "sections": sections,
+                             "default_measure": default_measure(measures, is_decoder(tables["models"], model))}},
         "section_order": list(SECTION_ORDER), "examples": dict(examples), "notes": notes,
     }
 

@@ -9,6 +9,8 @@ the same inputs.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +192,7 @@ class TaskData:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         # Models without segment embeddings (RoBERTa, DistilBERT) take no token_type_ids.
         self.with_types = "token_type_ids" in tokenizer.model_input_names
+        self._in_order: dict[tuple[int, str], list[dict[str, Any]]] = {}
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -204,7 +207,18 @@ class TaskData:
         self.input_ids = [self.input_ids[i] for i in order]
         self.type_ids = [self.type_ids[i] for i in order]
         self.labels = self.labels[order]
+        self._in_order.clear()
         return self
+
+    def in_order(self, batch_size: int, device: str) -> list[dict[str, Any]]:
+        """Every example in order, in batches of ``batch_size`` on ``device`` without labels: built once and kept,
+        since dev scoring passes over the same batches again and again (at each checkpoint, and once per disabled
+        head and mode in head disabling)."""
+        key = (int(batch_size), str(device))
+        if key not in self._in_order:
+            self._in_order[key] = [self.batch(np.arange(start, min(start + batch_size, len(self))), device,
+                                              with_labels=False) for start in range(0, len(self), batch_size)]
+        return self._in_order[key]
 
     def batch(self, indices: Any, device: str, with_labels: bool = True) -> dict[str, Any]:
         import torch
@@ -215,3 +229,21 @@ class TaskData:
         if with_labels:
             batch["labels"] = torch.from_numpy(self.labels[np.asarray(indices, dtype=np.int64)])
         return {k: v.to(device) for k, v in batch.items()}
+
+    def batches(self, batches: list[np.ndarray], device: str) -> Iterator[dict[str, Any]]:
+        """Each of ``batches`` (index arrays) on ``device``, in order. The next batch is padded on a thread while
+        the model runs, and on a GPU it is pinned and copied asynchronously: built on the training's critical
+        path, a batch kept the GPU waiting at every step."""
+        pin = device.startswith("cuda")
+
+        def build(indices: np.ndarray) -> dict[str, Any]:
+            batch = self.batch(indices, "cpu")
+            return {k: v.pin_memory() for k, v in batch.items()} if pin else batch
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="batches") as builder:
+            upcoming = builder.submit(build, batches[0]) if batches else None
+            for position in range(len(batches)):
+                batch = upcoming.result()
+                if position + 1 < len(batches):
+                    upcoming = builder.submit(build, batches[position + 1])
+                yield {k: v.to(device, non_blocking=pin) for k, v in batch.items()}

@@ -6,7 +6,7 @@ with AdamW and a linear warm-up/decay schedule, and saves checkpoints at the con
 steps and at the end. Each checkpoint is a folder of the checkpoint convention
 (:mod:`workflow_scripts.models.checkpoints`): ``weights/`` holds the model and tokenizer, and
 ``checkpoint.json`` is written last, so an interrupted run leaves no checkpoint a rerun
-trusts. ``AutoModel.from_pretrained`` on ``weights/`` loads the fine-tuned encoder, which
+trusts. The encoder class of the family (models/families.py) loads the fine-tuned encoder from ``weights/``, which
 is what the attention stage does.
 
 Determinism: the seed fixes the head's initialisation, dropout and the order of the
@@ -23,19 +23,22 @@ import logging
 import math
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..core.io import write_json
+from ..core.precision import autocast, set_matmul_precision
 from ..data.entries import TaskSpec
 from ..models.cards import length_excess, position_limit
 from ..models.checkpoints import MANIFEST, clear_weights, read_manifest, write_manifest
-from ..models.families import ensure_pad_token
+from ..models.families import ensure_pad_token, load_pretrained
+from .lora import merged, trainable_share, with_lora
 from .metrics import majority_baseline, task_scores
 from .task_data import FinetuneError, TaskData, epoch_batches, load_split, subset
-from .tasks import checkpoint_name
+from .tasks import RunSettings, checkpoint_name
 
 log = logging.getLogger(__name__)
 
@@ -71,23 +74,26 @@ def make_deterministic(seed: int, threads: int) -> None:
     torch.manual_seed(seed)
 
 
-def predict(model: Any, data: TaskData, batch_size: int, device: str) -> np.ndarray:
-    """Class ids (argmax), or the score for a regression head, for every example in order."""
+def predict(model: Any, data: TaskData, batch_size: int, device: str, precision: str = "fp32") -> np.ndarray:
+    """Class ids (argmax), or the score for a regression head, for every example in order.
+
+    The outputs stay on the device until the last batch: one copy to the host, not one wait per batch."""
     import torch
 
     model.eval()
     outputs = []
-    with torch.no_grad():
-        for start in range(0, len(data), batch_size):
-            batch = data.batch(np.arange(start, min(start + batch_size, len(data))), device, with_labels=False)
-            logits = model(**batch).logits.float().cpu().numpy()
-            outputs.append(logits[:, 0] if logits.shape[1] == 1 else logits.argmax(axis=1))
+    # no_grad, not inference_mode: a prediction in the middle of training must leave no inference tensors behind
+    with torch.no_grad(), autocast(precision, device):
+        for batch in data.in_order(batch_size, device):
+            logits = model(**batch).logits.float()
+            outputs.append(logits[:, 0] if logits.shape[1] == 1 else logits.argmax(dim=1))
+        predictions = torch.cat(outputs).cpu().numpy()
     model.train()
-    return np.concatenate(outputs)
+    return predictions
 
 
-def evaluate(model: Any, data: TaskData, batch_size: int, device: str) -> dict[str, float]:
-    return task_scores(data.spec.metrics, predict(model, data, batch_size, device), data.labels)
+def evaluate(model: Any, data: TaskData, batch_size: int, device: str, precision: str = "fp32") -> dict[str, float]:
+    return task_scores(data.spec.metrics, predict(model, data, batch_size, device, precision), data.labels)
 
 
 def save_checkpoint(model: Any, tokenizer: Any, directory: Path, *, model_name: str, name: str,
@@ -103,7 +109,7 @@ def save_checkpoint(model: Any, tokenizer: Any, directory: Path, *, model_name: 
     return write_manifest(directory, model=model_name, name=name, load_from=weights, **extra)
 
 
-def _oom_error(exc: BaseException, task: str, settings: dict[str, Any]) -> FinetuneError:
+def _oom_error(exc: BaseException, task: str, settings: RunSettings) -> FinetuneError:
     return FinetuneError(
         f"task {task!r}: the GPU ran out of memory with batch_size={settings['batch_size']} and "
         f"max_length={settings['max_length']} ({exc}); lower batch_size first, then max_length, "
@@ -119,17 +125,23 @@ def _is_oom(exc: BaseException) -> bool:
 
 def finetune(*, model_name: str, task: TaskSpec, seed: int, pretrained: str | Path, train_path: str | Path,
              dev_path: str | Path, checkpoint_root: str | Path, metrics_path: str | Path,
-             settings: dict[str, Any], threads: int, offline: bool, mirror: str | Path | None) -> dict[str, Any]:
+             settings: Mapping[str, Any], threads: int, offline: bool, mirror: str | Path | None) -> dict[str, Any]:
     """Fine-tune ``model_name`` on ``task`` (its entry, :class:`TaskSpec`) with ``seed``; save checkpoints and
     the metrics JSON.
 
     ``pretrained`` is the model's pretrained ``checkpoint.json``; checkpoints go to
     ``checkpoint_root/{task}.seed{seed}.step{K}`` and ``.../{task}.seed{seed}.final``.
-    Returns the metrics record (also written to ``metrics_path``).
+    Returns the metrics record (also written to ``metrics_path``). ``settings``: the run settings
+    (:class:`RunSettings`, or a mapping it is made from, e.g. a rule's params).
     """
     started, cpu_started = time.time(), time.process_time()
-    device = resolve_device(settings["device"])
+    try:
+        settings = RunSettings(settings)
+    except ValueError as exc:
+        raise FinetuneError(f"task {task.name!r}: {exc}") from None
+    device = resolve_device(settings.device)
     make_deterministic(seed, threads)
+    set_matmul_precision(settings.precision, device)
     try:
         return _finetune(model_name=model_name, task=task, seed=seed, pretrained=pretrained,
                          train_path=train_path, dev_path=dev_path, checkpoint_root=Path(checkpoint_root),
@@ -145,11 +157,7 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
               settings, threads, offline, mirror, device, started) -> dict[str, Any]:
     import torch
     import transformers
-    from transformers import (
-        AutoModelForSequenceClassification,
-        AutoTokenizer,
-        get_linear_schedule_with_warmup,
-    )
+    from transformers import AutoTokenizer, get_linear_schedule_with_warmup
 
     spec, task = task, task.name
     train_frame = load_split(train_path, spec, "train", mirror=mirror)
@@ -169,7 +177,9 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
                              "label2id": {str(n): i for i, n in enumerate(names)}})
     tokenizer = AutoTokenizer.from_pretrained(manifest["load_from"], **load_kwargs)
     # The head is initialised from the seed (make_deterministic seeded the global generator).
-    model = AutoModelForSequenceClassification.from_pretrained(manifest["load_from"], **head, **load_kwargs)
+    # float32 weights whatever the checkpoint stores (transformers would keep a bfloat16 checkpoint's type): AdamW's
+    # states and updates, and the precision option's autocast, assume them.
+    model = load_pretrained("classifier", manifest["load_from"], **head, **load_kwargs, dtype=torch.float32)
     ensure_pad_token(model, tokenizer)  # a decoder pads with its end-of-text token (saved with the checkpoint)
     # Before training, not a tensor-size error mid-epoch: the config check before the jobs reads a
     # model's limit from local files, and a hub model not yet in the cache has none there.
@@ -177,6 +187,10 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
     excess = length_excess(settings["max_length"], model_name, limit)
     if excess and limit:
         raise FinetuneError(f"task {task!r}: max_length: {excess}; give at most {limit[0]}")
+    if settings.method == "lora":
+        model = with_lora(model, settings, task)
+    trained, total = trainable_share(model)
+    log.info("%s fine-tuning: %d of %d parameters trained", settings.method, trained, total)
     model.to(device)
     model.train()
 
@@ -196,26 +210,28 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
     log.info("fine-tuning %s on %s (seed %d) on %s, %d thread(s): %d of %d train examples, %d of %d dev; "
              "%d epochs x %d steps = %d steps (%d warm-up); settings %s", model_name, task, seed, device,
              threads, len(train), n_train_available, len(dev), n_dev_available, settings["epochs"],
-             steps_per_epoch, total_steps, warmup_steps, settings)
+             steps_per_epoch, total_steps, warmup_steps, settings.params())
     if train.n_truncated or dev.n_truncated:
         log.warning("%d train and %d dev inputs are longer than max_length=%d tokens and were truncated",
                     train.n_truncated, dev.n_truncated, settings["max_length"])
 
     no_decay = ("bias", "LayerNorm.weight", "layernorm.weight", "norm.weight")
+    trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]  # LoRA: the updates, the head
     groups = [
-        {"params": [p for n, p in model.named_parameters() if not n.endswith(no_decay)],
-         "weight_decay": settings["weight_decay"]},
-        {"params": [p for n, p in model.named_parameters() if n.endswith(no_decay)], "weight_decay": 0.0},
+        {"params": [p for n, p in trainable if not n.endswith(no_decay)], "weight_decay": settings["weight_decay"]},
+        {"params": [p for n, p in trainable if n.endswith(no_decay)], "weight_decay": 0.0},
     ]
-    optimizer = torch.optim.AdamW(groups, lr=settings["learning_rate"])
+    # On a GPU, AdamW's fused kernel: one launch for all the parameters, not several per tensor.
+    optimizer = torch.optim.AdamW(groups, lr=settings.learning_rate, fused=True if device.startswith("cuda") else None)
     scheduler = get_linear_schedule_with_warmup(optimizer, warmup_steps, total_steps)
     generator = torch.Generator().manual_seed(seed)
 
     majority = majority_baseline(spec.metrics, spec.is_regression, dev.labels)
     record: dict[str, Any] = {
-        "model": model_name, "task": task, "seed": seed, "settings": settings, "device": device,
+        "model": model_name, "task": task, "seed": seed, "settings": settings.params(), "device": device,
         "threads": threads, "torch": torch.__version__, "transformers": transformers.__version__,
         "pretrained": str(manifest["load_from"]),
+        "trained_parameters": trained, "parameters": total,
         "n_train": len(train), "n_train_available": n_train_available, "n_dev": len(dev),
         "n_dev_available": n_dev_available, "n_truncated_train": train.n_truncated,
         "n_truncated_dev": dev.n_truncated, "steps_per_epoch": steps_per_epoch, "total_steps": total_steps,
@@ -227,49 +243,54 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
         name = checkpoint_name(task, seed, step_label)
         metrics = None
         if step_label == "final" or settings["eval_at_checkpoints"]:
-            metrics = evaluate(model, dev, 2 * batch_size, device)
+            metrics = evaluate(model, dev, 2 * batch_size, device, settings.precision)
             record["evaluations"].append({"checkpoint": name, "step": step_label, "global_step": global_step,
                                           "epoch": round(epoch, 4), "train_loss": recent_loss,
                                           "metrics": metrics})
             log.info("step %d (%s): dev %s (majority baseline %s)", global_step, name, _fmt(metrics),
                      _fmt(majority))
-        save_checkpoint(model, tokenizer, checkpoint_root / name, model_name=model_name, name=name,
-                        global_step=global_step, epoch=round(epoch, 4), base=str(pretrained),
-                        finetune=settings, dev_metrics=metrics, n_train=len(train))
+        # LoRA's updates merged into the weights: an ordinary checkpoint for every later stage (finetune/lora.py).
+        with merged(model, last=step_label == "final") as saved:
+            save_checkpoint(saved, tokenizer, checkpoint_root / name, model_name=model_name, name=name,
+                            global_step=global_step, epoch=round(epoch, 4), base=str(pretrained),
+                            finetune=settings.params(), dev_metrics=metrics, n_train=len(train))
         log.info("saved checkpoint %s", checkpoint_root / name)
 
-    step, last_log, seen_since_log, train_started = 0, time.time(), 0, time.time()
-    window: list[float] = []
-    for epoch in range(int(settings["epochs"])):
-        epoch_losses = []
-        for indices in epoch_batches(train.lengths, batch_size, generator, settings["group_by_length"]):
-            loss = model(**train.batch(indices, device)).loss
+    step, train_started = 0, time.time()
+    last_log, logged_step, seen_since_log = train_started, 0, 0
+    for epoch in range(settings.epochs):
+        # Each step's loss stays on the device until a log line, a checkpoint or the epoch's end reads it: reading
+        # it at every step made the host wait for the GPU at every step.
+        losses = torch.zeros(steps_per_epoch, dtype=torch.float64, device=device)
+        batches = epoch_batches(train.lengths, batch_size, generator, settings.group_by_length)
+        for position, batch in enumerate(train.batches(batches, device)):
+            with autocast(settings.precision, device):
+                loss = model(**batch).loss
             loss.backward()
-            if settings["max_grad_norm"]:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), settings["max_grad_norm"])
+            if settings.max_grad_norm:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), settings.max_grad_norm)
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
+            losses[position] = loss.detach()
             step += 1
-            value = float(loss.detach())
-            if not math.isfinite(value):
-                raise FinetuneError(f"task {task!r}: the training loss became {value} at step {step}; lower "
-                                    f"learning_rate (now {settings['learning_rate']})")
-            epoch_losses.append(value)
-            window.append(value)
-            seen_since_log += len(indices)
+            seen_since_log += len(batches[position])
             now = time.time()
             if step == 1 or now - last_log >= PROGRESS_EVERY_S or step == total_steps:
+                so_far = _finite_losses(losses, position + 1, epoch * steps_per_epoch, task, settings)
+                window = so_far[max(0, position + 1 - (step - logged_step)):]
                 elapsed = now - train_started
                 log.info("epoch %d/%d step %d/%d: loss %.4f, lr %.2e, %.1f examples/s, %.0f s elapsed, "
-                         "~%.0f s left", epoch + 1, settings["epochs"], step, total_steps, float(np.mean(window)),
+                         "~%.0f s left", epoch + 1, settings.epochs, step, total_steps, float(np.mean(window)),
                          scheduler.get_last_lr()[0], seen_since_log / max(now - last_log, 1e-9), elapsed,
                          elapsed / step * (total_steps - step))
-                last_log, seen_since_log, window = now, 0, []
+                last_log, logged_step, seen_since_log = now, step, 0
             if step in save_steps:
-                checkpoint(step, step, step / steps_per_epoch, float(np.mean(epoch_losses)))
+                so_far = _finite_losses(losses, position + 1, epoch * steps_per_epoch, task, settings)
+                checkpoint(step, step, step / steps_per_epoch, float(np.mean(so_far)))
+        epoch_losses = _finite_losses(losses, len(batches), epoch * steps_per_epoch, task, settings)
         record["epoch_loss"].append(float(np.mean(epoch_losses)))
-        log.info("epoch %d/%d done: mean training loss %.4f", epoch + 1, settings["epochs"], record["epoch_loss"][-1])
+        log.info("epoch %d/%d done: mean training loss %.4f", epoch + 1, settings.epochs, record["epoch_loss"][-1])
     record["train_time_s"] = round(time.time() - train_started, 1)
     checkpoint("final", step, float(settings["epochs"]), record["epoch_loss"][-1] if record["epoch_loss"] else None)
     record["final"] = record["evaluations"][-1]["metrics"]
@@ -279,6 +300,17 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
     log.info("%s/%s seed %d: final dev %s vs majority baseline %s; %.0f s in all", model_name, task, seed,
              _fmt(record["final"]), _fmt(majority), record["wall_time_s"])
     return record
+
+
+def _finite_losses(losses: Any, count: int, steps_before: int, task: str, settings: RunSettings) -> np.ndarray:
+    """The epoch's first ``count`` step losses, read from the device; a non-finite one stops the run, naming its
+    step (``steps_before`` steps came before this epoch)."""
+    values = losses[:count].cpu().numpy()
+    bad = np.flatnonzero(~np.isfinite(values))
+    if len(bad):
+        raise FinetuneError(f"task {task!r}: the training loss became {values[bad[0]]} at step "
+                            f"{steps_before + int(bad[0]) + 1}; lower learning_rate (now {settings.learning_rate})")
+    return values
 
 
 def _fmt(metrics: dict[str, float] | None) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..core.errors import AtlasError
 from ..core.file_records import file_entry, file_problem, mark_damaged, seal_problem, write_sealed_json
+from .families import from_config, load_pretrained
 
 log = logging.getLogger(__name__)
 
@@ -167,10 +168,12 @@ def weights_options(manifest: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_checkpoint(manifest_path: str | Path, *, with_attentions: bool = True, offline: bool,
-                    attn_implementation: str = "eager"):
+                    attn_implementation: str = "eager", dtype: str = "float32"):
     """Load (tokenizer, model) of a checkpoint, with an attention implementation that returns maps: eager,
-    or one registered for it (workflow_scripts/attention/capture.py)."""
-    from transformers import AutoModel, AutoTokenizer
+    or one registered for it (workflow_scripts/attention/capture.py), its weights as ``dtype`` (the model entry's
+    ``dtype``: float32, bfloat16 or float16)."""
+    import torch
+    from transformers import AutoTokenizer
 
     manifest = read_manifest(manifest_path)
     kwargs: dict[str, Any] = {"local_files_only": offline}
@@ -178,8 +181,8 @@ def load_checkpoint(manifest_path: str | Path, *, with_attentions: bool = True, 
         kwargs["revision"] = manifest["revision"]
     tokenizer = AutoTokenizer.from_pretrained(manifest["load_from"], **kwargs)
     # Fused (SDPA/flash) kernels return no attention weights: eager, or the capture function (METHODS 1).
-    model = AutoModel.from_pretrained(manifest["load_from"], attn_implementation=attn_implementation, **kwargs,
-                                      **weights_options(manifest))
+    model = load_pretrained("base", manifest["load_from"], attn_implementation=attn_implementation, **kwargs,
+                            dtype=getattr(torch, dtype), **weights_options(manifest))
     model.eval()
     return tokenizer, model
 
@@ -193,7 +196,7 @@ def make_random(model: str, location: str, directory: str | Path, seed: int, *,
                 revision: str | None = None, offline: bool) -> Path:
     """Save the model's architecture with weights re-initialised from ``seed``, and its tokenizer."""
     import torch
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
 
     kwargs: dict[str, Any] = {"local_files_only": offline}
     if revision:
@@ -201,7 +204,7 @@ def make_random(model: str, location: str, directory: str | Path, seed: int, *,
     config = AutoConfig.from_pretrained(location, **kwargs)
     tokenizer = AutoTokenizer.from_pretrained(location, **kwargs)
     torch.manual_seed(seed)
-    random_model = AutoModel.from_config(config, attn_implementation="eager")
+    random_model = from_config("base", config, attn_implementation="eager", dtype=torch.float32)
     weights = clear_weights(directory)
     # The manifest is written last, so an interrupted save leaves no checkpoint a rerun trusts.
     random_model.save_pretrained(weights)

@@ -9,6 +9,9 @@ types it covers:
   output) as they pass through that function and multiplies them by W_O;
 - how inputs are padded (:meth:`Family.pad_id`; padding is on the right for every family so far);
 - whether the model is causal (a decoder): its dumps store each map's lower triangle (attention/layout.py);
+- which transformers class loads its models for each use (:attr:`Family.auto_classes`, :func:`load_pretrained`):
+  the encoder alone (``base``: extraction, diagnostics, random-init), a sequence classifier (``classifier``:
+  fine-tuning, head disabling, the plan's timing) and a masked-LM (``masked_lm``: the separator gradient);
 - whether position ids start after the padding index (:attr:`Family.reserves_padding_positions`, RoBERTa's
   ``create_position_ids_from_input_ids``), which lowers the longest input the model accepts
   (``models/cards.py``).
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..core.errors import AtlasError
@@ -61,9 +65,21 @@ def _gpt_neox_layers(base: Any) -> list[AttentionLayer]:
     return [AttentionLayer(layer.attention, layer.attention.dense) for layer in base.layers]
 
 
+def _opt_layers(base: Any) -> list[AttentionLayer]:
+    return [AttentionLayer(layer.self_attn, layer.self_attn.out_proj) for layer in base.decoder.layers]
+
+
 def _llama_layers(base: Any) -> list[AttentionLayer]:
     """Llama's layout, which the families built on its code share: ``layers[i].self_attn.o_proj``."""
     return [AttentionLayer(layer.self_attn, layer.self_attn.o_proj) for layer in base.layers]
+
+
+# transformers' Auto classes a model is loaded through, per use; a family whose models load otherwise (a T5 encoder:
+# T5EncoderModel) names its own in Family.auto_classes.
+AUTO_CLASSES = {"base": "AutoModel", "classifier": "AutoModelForSequenceClassification",
+                "masked_lm": "AutoModelForMaskedLM"}
+# Keys of from_pretrained that reading the config needs too (the rest are the model's).
+CONFIG_KEYS = ("revision", "local_files_only", "token", "cache_dir")
 
 
 @dataclass(frozen=True)
@@ -78,6 +94,25 @@ class Family:
     # Where a layer's attention weights are in a checkpoint of the family, below any base-model prefix ("bert.",
     # "model."): the model folder check (models/folder_check.py) finds weights of another architecture by it.
     weight_pattern: str | None = None
+    # The attention projections LoRA adapts (finetune.method lora), as peft's target_modules: module names' last
+    # parts. The query and value projections, as Hu et al. (2022) adapted; a fused QKV projection where the family
+    # has one. Empty: LoRA is refused for the family's models.
+    lora_targets: tuple[str, ...] = ()
+    # Layers the sequence classifier adds besides peft's "classifier"/"score", newly initialised, so trained whole
+    # under LoRA too (DistilBERT's pre_classifier)
+    lora_trained_whole: tuple[str, ...] = ()
+    # (use, transformers class name) pairs replacing AUTO_CLASSES' for this family's models
+    auto_classes: tuple[tuple[str, str], ...] = ()
+
+    def model_class(self, use: str) -> Any:
+        """The transformers class that loads this family's models for ``use`` (AUTO_CLASSES' keys)."""
+        import transformers
+
+        name = {**AUTO_CLASSES, **dict(self.auto_classes)}.get(use)
+        if name is None:
+            raise AtlasError(f"model family {self.name}: no model class for use {use!r} (uses: "
+                             f"{', '.join(AUTO_CLASSES)})")
+        return getattr(transformers, name)
 
     def pad_id(self, config: Any) -> int:
         """The token id that pads a batch's shorter inputs (right padding; the mask hides them): the model's pad
@@ -106,25 +141,47 @@ def ensure_pad_token(model: Any, tokenizer: Any) -> int:
 
 ENCODER_QUERY = "encoder.layer.{layer}.attention.self.query.weight"
 FAMILIES: tuple[Family, ...] = (
-    Family("bert", frozenset({"bert", "electra"}), _encoder_layers, weight_pattern=ENCODER_QUERY),
+    Family("bert", frozenset({"bert", "electra"}), _encoder_layers, weight_pattern=ENCODER_QUERY,
+           lora_targets=("query", "value")),
     Family("roberta", frozenset({"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "roberta-prelayernorm",
                                  "data2vec-text"}), _encoder_layers, reserves_padding_positions=True,
-           weight_pattern=ENCODER_QUERY),
+           weight_pattern=ENCODER_QUERY, lora_targets=("query", "value")),
     Family("distilbert", frozenset({"distilbert"}), _distilbert_layers,
-           weight_pattern="transformer.layer.{layer}.attention.q_lin.weight"),
+           weight_pattern="transformer.layer.{layer}.attention.q_lin.weight", lora_targets=("q_lin", "v_lin"),
+           lora_trained_whole=("pre_classifier",)),
     Family("modernbert", frozenset({"modernbert"}), _modernbert_layers,
-           weight_pattern="layers.{layer}.attn.Wqkv.weight"),
-    Family("gpt2", frozenset({"gpt2"}), _gpt2_layers, causal=True, weight_pattern="h.{layer}.attn.c_attn.weight"),
+           weight_pattern="layers.{layer}.attn.Wqkv.weight", lora_targets=("Wqkv",)),
+    Family("gpt2", frozenset({"gpt2"}), _gpt2_layers, causal=True, weight_pattern="h.{layer}.attn.c_attn.weight",
+           lora_targets=("c_attn",)),
     Family("gpt-neox", frozenset({"gpt_neox"}), _gpt_neox_layers, causal=True,  # Pythia
-           weight_pattern="layers.{layer}.attention.query_key_value.weight"),
+           weight_pattern="layers.{layer}.attention.query_key_value.weight", lora_targets=("query_key_value",)),
+    Family("opt", frozenset({"opt"}), _opt_layers, causal=True,
+           weight_pattern="decoder.layers.{layer}.self_attn.q_proj.weight", lora_targets=("q_proj", "v_proj")),
     # Llama and the families transformers builds on its code (SmolLM and SmolLM2 are model type llama).
     Family("llama", frozenset({"llama", "mistral", "qwen2", "qwen3"}), _llama_layers, causal=True,
-           weight_pattern="layers.{layer}.self_attn.q_proj.weight"),
+           weight_pattern="layers.{layer}.self_attn.q_proj.weight", lora_targets=("q_proj", "v_proj")),
     # Position ids after the padding index, like RoBERTa, but attention code of their own.
     Family("roberta-like, own attention", frozenset({"longformer", "ibert", "mpnet"}), None,
            reserves_padding_positions=True),
 )
 GENERIC = Family("generic", frozenset(), None)  # any other model type: nothing known beyond transformers' config
+
+
+def load_pretrained(use: str, location: str | Path, **options: Any) -> Any:
+    """``from_pretrained(location, **options)`` of the class the model's family declares for ``use``: the config is
+    read first (its model_type names the family). Every stage loads a model through here or :func:`from_config`."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(location, **{k: v for k, v in options.items() if k in CONFIG_KEYS})
+    return family_of(config.model_type).model_class(use).from_pretrained(location, **options)
+
+
+def from_config(use: str, config: Any, **options: Any) -> Any:
+    """A model with fresh weights on ``config``, of the class its family declares for ``use``."""
+    model_class = family_of(config.model_type).model_class(use)
+    # transformers' Auto classes build from a config with from_config, a model class with _from_config
+    return (model_class.from_config if hasattr(model_class, "from_config") else model_class._from_config)(
+        config, **options)
 
 
 def family_of(model_type: str | None) -> Family:

@@ -13,9 +13,10 @@ at that script, never sees the stage code. The Snakefile therefore gives each ru
 Each piece is read as its syntax tree, docstrings left out and without positions, so comments, docstrings,
 blank lines and formatting change nothing; any other change (a constant, an operator, a renamed variable) changes
 the digest of every rule whose entry point reaches it. ``workflow_scripts/entrypoints/__init__.py`` (how a job
-starts, logs and reports a failure) is left out: it changes no output. Standard library and ``core.stages`` only. What is read of each
-module (its tree's digest, its imports, its entry points) is kept in ``workflow_scripts/__pycache__/`` by the file's
-size and time, so that a run parses only the modules that changed since the last (a second instead of none).
+starts, logs and reports a failure) is left out: it changes no output. Standard library and ``core.stages`` only.
+What is read of each module (its tree's digest, its imports, its entry points) is kept in
+``workflow_scripts/__pycache__/`` by the file's size and time, so that a run parses only the modules that changed
+since the last (a second instead of none).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ import yaml
 
 from ..attention.stanza_annotator import stanza_model_problems
 from ..core.errors import AtlasError, ConfigError
+from ..core.schema import SCHEMA_PATH, load_schema
 from ..data.corpora import Corpora
 from ..models.cards import length_excess, local_position_limit, model_location, undeclared_attention
 from ..models.folder_check import folder_problem
@@ -33,7 +34,6 @@ log = logging.getLogger(__name__)
 
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA_PATH = REPO / "schemas" / "config.schema.yaml"
 
 
 def resolve_config(configfiles: list[str | Path] | tuple[str | Path, ...], cli: list[str] | tuple[str, ...], *,
@@ -67,12 +67,6 @@ def resolve_config(configfiles: list[str | Path] | tuple[str | Path, ...], cli: 
     if semantics:
         check_semantics(config)
     return config
-
-
-def load_schema(path: str | Path) -> dict[str, Any]:
-    # The C loader, where PyYAML has it, parses the schema ten times faster: every dry run pays for it.
-    with open(path, encoding="utf-8") as handle:
-        return yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 # --- --config text -> schema types -----------------------------------------------------------
@@ -218,8 +212,10 @@ def check_schema(config: dict[str, Any], schema: dict[str, Any]) -> None:
         raise ConfigError("invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
-def check_semantics(config: dict[str, Any]) -> None:
-    """Checks that need more than the schema; run after Snakemake's validate() filled in the defaults."""
+def check_semantics(config: dict[str, Any], *, gpu_memory: bool = True) -> None:
+    """Checks that need more than the schema; run after Snakemake's validate() filled in the defaults.
+    ``gpu_memory``: estimate the GPU jobs' memory against ``gpu_memory_gb`` (seconds with torch; the main process
+    checks it, a cluster job's own Snakemake need not again)."""
     problems: list[str] = []
     mirror = config["mirror"]
     if mirror and not Path(mirror).is_dir():
@@ -243,6 +239,10 @@ def check_semantics(config: dict[str, Any]) -> None:
     problems += _category_problems(config)
     if config["offline"] and not problems:
         problems += _offline_problems(config)
+    if gpu_memory and config["gpu_memory_gb"] and not problems:
+        from .plan_memory import gpu_memory_problems  # imports torch: only where a GPU's memory is declared
+
+        problems += gpu_memory_problems(config)
     if problems:
         raise ConfigError("invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..attention.shards import RECORD_DIR, shard_names, shard_record_path
 from ..core.errors import AtlasError
-from ..core.file_records import damage_markers, file_problem, mark_damaged, seal_problem
+from ..core.file_records import DIGESTS, damage_markers, file_problem, mark_damaged, seal_problem
 from ..models.checkpoints import MANIFEST, OWN_KINDS, WEIGHTS, parse_checkpoint_name, weights_problem
 
 
@@ -112,11 +112,11 @@ def dump_damage(directory: Path, shard_count: int, token_table: str | None = Non
         # before times were recorded gets the size check alone, so that a plan never hashes every shard.
         expected = {"bytes": written.get("bytes")}
         if entry and "mtime_ns" in entry:
-            expected.update(sha256=written.get("sha256"), mtime_ns=entry["mtime_ns"])
+            expected.update({name: written[name] for name in DIGESTS if name in written}, mtime_ns=entry["mtime_ns"])
         if problem := seal_problem(record) or file_problem(shard, expected):
             found.append(Damage(str(shard), problem, manifest_name, vouchers))
             continue
-        if entry is not None and any(entry.get(k) != written.get(k) for k in ("bytes", "sha256", "run_id")):
+        if entry is not None and any(entry.get(k) != written.get(k) for k in ("bytes", *DIGESTS, "run_id")):
             found.append(Damage(manifest_name, f"the dump's manifest lists {name} other than the shard's record",
                                 manifest_name))
         found += _token_table_damage(record, shard, token_table)

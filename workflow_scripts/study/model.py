@@ -24,7 +24,7 @@ from ..core.stages import STAGES
 from ..core.subjects import base_model, subject_name
 from ..data.corpora import WINDOW_SUFFIX, Corpora
 from ..data.entries import TaskSpec
-from ..finetune.tasks import checkpoint_name, task_settings
+from ..finetune.tasks import RunSettings, checkpoint_name, task_settings
 from .annotation import annotation_settings, caption_text, describe_annotators
 from .config import selected_corpora, selected_splits
 from .path_names import path_name_problems
@@ -69,6 +69,8 @@ class Study:
     signal_comparison_inputs: dict[str, str] = field(default_factory=dict)
     development_inputs: dict[str, str] = field(default_factory=dict)   # table name -> path (plans/report.py)
     development_series: dict[str, list[list]] = field(default_factory=dict)  # name -> [[model, revision, step]]
+    atlas_inputs: dict[str, Any] = field(default_factory=dict)    # input name -> path(s) (plans/report.py)
+    atlas_params: dict[str, Any] = field(default_factory=dict)
     # explorer
     explorer: ExplorerPlan = field(default_factory=ExplorerPlan)
     stage_outputs: dict[str, list[str]] = field(default_factory=dict)
@@ -156,6 +158,10 @@ class Study:
         """(model, checkpoint) with syntax analyses on any treebank."""
         return sorted({(m, c) for m, c, _ in self.syntax_targets})
 
+    def model_dtype(self, subject: str) -> str:
+        """The weights' type of a subject's model in its forward-only passes (the entry's ``dtype``)."""
+        return self.config["models"][base_model(subject)]["dtype"]
+
     def model_source(self, model: str) -> dict[str, Any]:
         """The keys of a model entry that say where it comes from (not how it is used, e.g. max_length),
         so that changing a usage setting does not rebuild the model card or its checkpoints."""
@@ -170,7 +176,7 @@ class Study:
             tables += [self.paths.mentions_table(treebank, s) for s in self.splits.get(treebank, [])]
         return tables
 
-    def finetune_settings(self, task: str, model: str | None = None) -> dict[str, Any]:
+    def finetune_settings(self, task: str, model: str | None = None) -> RunSettings:
         """A task's run settings ('finetune' with 'finetune.per_task.{task}' on top); max_length null means
         the model entry's max_length."""
         model_max = self.config["models"][model].get("max_length") if model else None

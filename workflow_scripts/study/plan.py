@@ -1,18 +1,18 @@
-"""The plan of a study before it runs: its jobs per stage, the bytes of its attention dumps, the examples
-it passes through its models and the time those passes take on this machine.
+"""The plan of a study before it runs: its jobs per stage, the bytes of its attention dumps, the examples it passes
+through its models, the time those passes take on this machine, and the GPU memory of its GPU jobs (plan_memory.py).
 
     python -m workflow_scripts.study.plan [--configfile FILE ...] [--config KEY=VALUE ...] [--dumps] [--json]
-                                          [--rate forward=S,train=S | --no-timing] [--no-network]
+                                 [--rate forward=S,train=S[,storage=S][,params=N] | --no-timing] [--no-network]
 
-The config is resolved as the workflow resolves it and checked by the same code (rules/common.smk).
-The jobs come from Snakemake's own dry run of the study (``--forceall``: every job; and, when the
-results folder exists, a plain dry run: the jobs still to run there), each counted under the stage
-whose rule file defines its rule. The dumps are the dry run's ``attention_dump_manifest`` jobs (one per
-dump; its ``extract_attention`` jobs are one per shard), the study model's ``dumps`` and those the
-coreference and fine-tuning-effects analyses add. What each number
-rests on (a table in the results folder, a release's size, a measured mean, a bound) is printed
-beside it; nothing unknown is guessed (docs/configuration.md, "Plan a study"). The time is the
-examples times seconds per example timed here with torch or given with --rate (plan_timing.py).
+The config is resolved as the workflow resolves it and checked by the same code (rules/common.smk). The jobs come
+from Snakemake's own dry run of the study (``--forceall``: every job; and, when the results folder exists, a plain
+dry run: the jobs still to run there), each counted under the stage whose rule file defines its rule. The dumps are
+the dry run's ``attention_dump_manifest`` jobs (one per dump; its ``extract_attention`` jobs are one per shard), the
+study model's ``dumps`` and those the coreference and fine-tuning-effects analyses add. What each number rests on (a
+table in the results folder, a release's size, a measured mean, a bound) is printed beside it; nothing unknown is
+guessed (docs/configuration.md, "Plan a study"). The time is the examples times seconds per example timed here with
+torch or given with --rate; extraction's, per dump, the larger of that and its GB times seconds per GB written and
+hashed on the results folder's disk or given (plan_timing.py).
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ from ..models.checkpoints import parse_checkpoint_name
 from .build import build_study
 from .config import resolve_config
 from .model import Study
+from .plan_memory import memory_lines, memory_summary
 from .plan_sizes import BYTES_PER_VALUE, DumpSize, ModelShape, model_shape, size_dump, split_size
-from .plan_timing import Rates, duration, estimate, parse_rates, time_models
+from .plan_timing import Rates, duration, estimate, parse_rates, storage_rate, time_models
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -196,12 +197,15 @@ def make_plan(configfiles: list[str], cli: list[str], *, network: bool = True, t
     values = sum(d.values for d in sized)
     values_bound_only = sum(d.values_max for d in bound_only)
     values_max = sum(d.values_max or 0 for d in dumps)
-    passes = forward_passes(study, dumps, shapes)
+    passes, time = forward_passes(study, dumps, shapes), None
     if rates is not None or timing:
         model_rates = time_models(study, network=network, given=rates)
-        time = {"given": rates is not None, "rates": model_rates, **estimate(passes["per_model"], model_rates)}
-    else:
-        time = None
+        storage = ({"seconds_per_gb": rates.storage, "how": "given with --rate"} if rates and rates.storage
+                   else storage_rate(study.results))
+        # Each dump's bytes as the disk lines count them: sized, else at its bound, else none (unknown).
+        stored = [(base_model(d.model), d.examples or 0, per_value * (d.values or d.values_max or 0)) for d in dumps]
+        time = {"given": rates is not None, "rates": model_rates, "storage": storage,
+                **estimate(passes["per_model"], model_rates, stored, storage)}
     return json.loads(json.dumps({  # plain data, as --json prints it
         "results": study.results,
         "notes": list(study.notes),
@@ -219,9 +223,7 @@ def make_plan(configfiles: list[str], cli: list[str], *, network: bool = True, t
                     "splits": sorted({f"{d.model} {d.corpus}/{d.split}" for d in dumps if d.values_max is None})},
         # ... and every dump as if every example reached max_length.
         "at_most": {"values": values_max, "bytes": values_max * per_value},
-        "forward_passes": passes,
-        "time": time,
-    }))
+        "forward_passes": passes, "time": time, "gpu_memory": memory_summary(config)}))
 
 
 # --- the plan as text: each line says what it counts, in what unit, and what the number rests on --------
@@ -308,8 +310,7 @@ def _pass_lines(passes: dict[str, Any]) -> list[str]:
 def _time_lines(plan: dict[str, Any]) -> list[str]:
     time = plan["time"]
     if time is None:
-        return ["Estimated time: not estimated (--no-timing; --rate forward=S,train=S estimates it from seconds per "
-                "example measured elsewhere)"]
+        return ["Estimated time: not estimated (--no-timing; --rate estimates it from rates measured elsewhere)"]
     counted = [m for m, r in time["rates"].items() if "not_timed" not in r]
     where = "from the rates given (--rate)" if time["given"] else "on this machine"
     lines = [f"Estimated time {where}: {duration(time['total_s'])}"
@@ -326,20 +327,32 @@ def _time_lines(plan: dict[str, Any]) -> list[str]:
             continue
         lines += [f"  {', '.join(models)}: {rate['forward']:.3g} s per example forward (with maps), "
                   f"{rate['train']:.3g} s per training example", f"    {rate['how']}"]
+    storage, extraction = time["storage"], time["extraction"]
+    lines += [f"  storage: {storage['seconds_per_gb']:.3g} s per GB of dump written and hashed\n    {storage['how']}"
+              if "not_timed" not in storage else
+              f"  storage: not timed, {storage['not_timed']}; extraction counts its forward passes only"]
     if not counted:
         return lines
     rate_of = {"fine-tuning": "training examples x train rate + dev examples x forward rate",
-               "separator gradient": "examples x train rate"}
+               "separator gradient": "examples x train rate", "extraction": (
+                   f"per dump the larger of examples x forward rate ({duration(extraction['forward_s'])} in all) and "
+                   f"GB x storage rate ({duration(extraction['storage_s'])} for {_size(extraction['bytes'])}), as the "
+                   "writer thread overlaps the model" if extraction["storage_s"] is not None else "")}
     for name, seconds in time["seconds"].items():
-        lines.append(f"  {name:<22}{duration(seconds):>11}  {rate_of.get(name, 'examples x forward rate')}")
+        lines.append(f"  {name:<22}{duration(seconds):>11}  {rate_of.get(name) or 'examples x forward rate'}")
+    if time["bound_by"]:
+        seconds = time["seconds"][time["bound_by"]]
+        lines.append(f"  Bound by {time['bound_by']}: {duration(seconds)} of {duration(time['total_s'])} "
+                     f"({seconds / time['total_s']:.0%}), the longest line above")
     lines += ["  The rates are as good as what they were measured on; timed at max_length (as here without --rate), "
               "they err high: the jobs pad a batch to its longest input only, and shorter inputs cost less."
               if time["given"] else
               "  Inputs timed at max_length: the jobs pad a batch to its longest input only, so shorter inputs (most "
               "task inputs) cost less and the estimate errs high.",
               "  Left out: the jobs that run no study model (data, tokens, annotation, probes, pattern CNN, the "
-              "analyses of the dumps, the report); writing the dumps (extraction took 1.6x its bare forward passes "
-              "on 2 CPU cores, docs/attention.md); loading each job's model (seconds).",
+              "analyses of the dumps, the report); loading each job's model (seconds); " + (
+                  "extraction's float16 copies to the host and the dumps' compression." if "not_timed" not in storage
+                  else "writing the dumps (extraction took 1.6x its bare forward passes on 2 CPU cores)."),
               "  One job at a time, each with its configured threads: with --cores above a job's threads Snakemake "
               "runs jobs side by side, which shortens this on a machine with more cores than one job uses."]
     return lines
@@ -347,24 +360,26 @@ def _time_lines(plan: dict[str, Any]) -> list[str]:
 
 def format_plan(plan: dict[str, Any], *, per_dump: bool = False) -> str:
     """The plan as a readable text: jobs per stage, dumps and their bytes, forward passes, time, notes."""
+    took = {m: duration(s) for m, s in ((plan["time"] or {}).get("per_model_s") or {}).items()}
     lines = [f"Plan of the study with results folder {plan['results']}: nothing runs; the counts come from the "
              "resolved config and Snakemake's dry run.", "", *_jobs_lines(plan), "", *_dump_lines(plan, per_dump),
-             "", *_pass_lines(plan["forward_passes"]), "", *_time_lines(plan)]
+             "", *_pass_lines(plan["forward_passes"]), "", *_time_lines(plan), "",
+             *memory_lines(plan["gpu_memory"], took)]
     return "\n".join(lines + [f"note: {note}" for note in plan["notes"]])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workflow_scripts.study.plan",
                                      description=__doc__.split("\n\n")[0].replace("\n", " "))
-    parser.add_argument("--configfile", nargs="+", action="extend", default=[], help="as for snakemake")
-    parser.add_argument("--config", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
-                        help="as for snakemake")
+    parser.add_argument("--configfile", nargs="+", action="extend", default=[], help="as snakemake")
+    parser.add_argument("--config", nargs="+", action="extend", default=[], metavar="KEY=VALUE", help="as snakemake")
     parser.add_argument("--dumps", action="store_true", help="list every dump with its size and what it rests on")
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     parser.add_argument("--no-network", action="store_true", help="never ask the hub for a model's config")
-    parser.add_argument("--rate", metavar="forward=S,train=S",
-                        help="seconds per example for every model (forward with maps; a training example), "
-                             "measured elsewhere, instead of timing the models here")
+    parser.add_argument("--rate", metavar="forward=S,train=S[,storage=S][,params=N]",
+                        help="seconds per example (forward with maps; a training example) and per GB of dump written "
+                             "and hashed (else timed here), measured elsewhere, instead of timing; with params=, "
+                             "measured on a model of N parameters and scaled to each model's")
     parser.add_argument("--no-timing", action="store_true", help="estimate no time (timing takes seconds per model)")
     args = parser.parse_args(argv)
     try:

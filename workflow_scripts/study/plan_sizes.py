@@ -20,6 +20,7 @@ from ..core.subjects import base_model
 from ..data.corpora import WINDOW_SUFFIX
 from ..models.cards import model_location
 from ..models.families import family_of
+from ..models.known_configs import KNOWN_CONFIGS, layers_and_heads
 from .model import Study
 
 # Bytes on disk per float16 attention value, by attention.compression: measured on the 1000-segment wiki
@@ -28,12 +29,6 @@ from .model import Study
 # the offline study's zstd dumps), so the plan errs high for them.
 BYTES_PER_VALUE = {"lz4": 1.98, "zstd": 1.77, "none": 2.00}
 
-# Layers and heads of the hub models config.yaml names, from each model's config.json on the hub
-# (num_hidden_layers, num_attention_heads), so that the default study is planned without network. The
-# bert-base ones are saved with their masked-LM head (architectures: BertForMaskedLM), MiniLM without.
-KNOWN_SHAPES = {"google-bert/bert-base-uncased": (12, 12), "google-bert/bert-base-cased": (12, 12),
-                "bert-base-uncased": (12, 12), "bert-base-cased": (12, 12),
-                "sentence-transformers/all-MiniLM-L6-v2": (6, 12)}
 
 # Examples in the built-in corpora's splits, where no data table exists yet. GLUE: num_examples of the
 # Hugging Face dataset nyu-mll/glue (its README's dataset_info), the source downloaded without a mirror.
@@ -150,8 +145,10 @@ def model_shape(study: Study, model: str, *, network: bool) -> ModelShape:
     heads = next((config[k] for k in ("num_attention_heads", "n_heads", "num_heads", "n_head") if k in config), None)
     if layers and heads:
         return ModelShape((int(layers), int(heads)), "config.json", _mlm_head(config), causal)
-    if hub in KNOWN_SHAPES and not entry.get("revision"):
-        return ModelShape(KNOWN_SHAPES[hub], "the hub's config.json as plan_sizes.py records it", "bert-base" in hub)
+    if (known := layers_and_heads(hub)) is not None:  # a revision has the model's architecture
+        recorded = KNOWN_CONFIGS[hub]
+        return ModelShape(known, "the hub's config.json as models/known_configs.py records it", _mlm_head(recorded),
+                          family_of(recorded["model_type"]).causal)
     if hub and network and not study.offline and not os.environ.get("HF_HUB_OFFLINE"):
         try:
             from huggingface_hub import constants

@@ -1,7 +1,8 @@
 """Seconds per example of a study's models on this machine, and the study's time estimated from them
 (workflow_scripts/study/plan.py prints both; docs/configuration.md, "Plan a study").
 
-Two rates per model, each timed with torch over a few passes after a warm-up pass:
+Two rates per model, each timed with torch over a few passes after a warm-up pass (on a GPU between
+torch.cuda.synchronize() calls, since its work is asynchronous):
 
 - forward: one example through the encoder with its attention maps returned (eager attention), as an
   extraction job runs it (attention.device, .threads, .batch_size, the model's max_length). It stands for
@@ -12,6 +13,10 @@ Two rates per model, each timed with torch over a few passes after a warm-up pas
 Every timed input fills max_length, where the jobs pad a batch only to its longest input: shorter inputs
 cost less, so the rates err high. The weights do not change the cost, so a model whose weights are not
 here is built from its config with random weights. Or the rates are given (--rate), from another machine.
+
+One rate per machine, storage: seconds per GB of dump written, or hashed (BLAKE3, read back from the page cache),
+whichever is slower, on the results folder's disk. Extraction's writer and hashing threads overlap the model
+(attention/shard_writer.py), so a dump costs the larger of its forward passes and its storage, not their sum.
 """
 
 from __future__ import annotations
@@ -20,14 +25,20 @@ import os
 import socket
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from ..attention.shard_writer import DIGEST as SHARD_DIGEST
+from ..core.file_records import file_digest
 from ..models.cards import model_location
+from ..models.families import from_config, load_pretrained
+from ..models.known_configs import known_config
 from .model import Study
 
 # On a CPU the time per example hardly depends on the batch (bert-base, 128 tokens, one thread: 0.27-0.33
@@ -37,18 +48,9 @@ from .model import Study
 CPU_BATCH = 4
 PASSES = 3         # timed passes at most, after the warm-up ...
 BUDGET_S = 1.0     # ... and no new pass once the timed ones took this long
-
-# The configs of the hub models config.yaml names (their config.json on the hub; every other key is
-# transformers' BertConfig default, which is bert-base's), so that the default study is timed without
-# network: the cost of a model is its architecture's, whatever its weights.
-BERT_BASE_UNCASED = {"model_type": "bert", "vocab_size": 30522}
-BERT_BASE_CASED = {"model_type": "bert", "vocab_size": 28996}
-KNOWN_CONFIGS = {
-    "google-bert/bert-base-uncased": BERT_BASE_UNCASED, "bert-base-uncased": BERT_BASE_UNCASED,
-    "google-bert/bert-base-cased": BERT_BASE_CASED, "bert-base-cased": BERT_BASE_CASED,
-    "sentence-transformers/all-MiniLM-L6-v2": {"model_type": "bert", "vocab_size": 30522, "hidden_size": 384,
-                                               "num_hidden_layers": 6, "intermediate_size": 1536},
-}
+# The storage timing writes this many bytes in chunks of STORAGE_CHUNK: about a second on a local disk, and
+# far below the dumps' sizes (see docs/configuration.md on the page cache).
+STORAGE_BYTES, STORAGE_CHUNK = 256 * 2**20, 16 * 2**20
 
 # What counts of plan.forward_passes each rate multiplies, per line of the estimate.
 ESTIMATE_LINES = (("fine-tuning", (("finetune_train", "train"), ("finetune_dev", "forward"))),
@@ -67,18 +69,28 @@ class Rates:
     forward: float   # seconds per example
     train: float
     how: str         # how they were obtained, in words
+    storage: float | None = None  # seconds per GB written and hashed (given with --rate; else timed per machine)
+    params: float | None = None  # the parameters of the model the rates were measured on: scaled per model
+
+    def of_model(self) -> dict[str, Any]:
+        """The rates of a model, as the plan lists them per model (storage is the machine's, listed once)."""
+        return {"forward": self.forward, "train": self.train, "how": self.how}
 
 
 def parse_rates(text: str) -> Rates:
-    """``forward=0.068,train=0.257`` (seconds per example) as Rates."""
+    """``forward=0.068,train=0.257[,storage=1.3][,params=1.09e8]`` (seconds per example; per GB; parameters) as
+    Rates."""
     try:
         pairs = dict(part.split("=", 1) for part in text.split(","))
         values = {key.strip(): float(value) for key, value in pairs.items()}
     except ValueError as exc:
-        raise ValueError(f"--rate {text!r}: write forward=SECONDS,train=SECONDS") from exc
-    if set(values) != {"forward", "train"} or not all(v > 0 and v < float("inf") for v in values.values()):
-        raise ValueError(f"--rate {text!r}: give forward= and train=, positive seconds per example")
-    return Rates(values["forward"], values["train"], "given with --rate")
+        raise ValueError(f"--rate {text!r}: write forward=SECONDS,train=SECONDS[,storage=SECONDS_PER_GB]") from exc
+    if not {"forward", "train"} <= set(values) <= {"forward", "train", "storage", "params"} \
+            or not all(v > 0 and v < float("inf") for v in values.values()):
+        raise ValueError(f"--rate {text!r}: give forward= and train=, positive seconds per example, and "
+                         "optionally storage=, positive seconds per GB, and params=, the parameters of the model "
+                         "they were measured on")
+    return Rates(values["forward"], values["train"], "given with --rate", values.get("storage"), values.get("params"))
 
 
 # --- measuring ----------------------------------------------------------------------------------------------
@@ -187,6 +199,38 @@ def train_rate(classifier: Any, *, batch: int, length: int, device: str, threads
     return seconds, _how(device, used, timed, length) + f", the optimizer step shared by {batch}"
 
 
+def storage_rate(folder: str | Path, *, size: int = STORAGE_BYTES, chunk: int = STORAGE_CHUNK) -> dict[str, Any]:
+    """Seconds per GB (1e9 bytes) of dump storage on the disk of ``folder`` (or its nearest existing parent),
+    and how it was measured: ``size`` bytes of float16 values written in chunks to a temporary file there, with
+    no fsync (a dump has none), then read back for their digest in the page cache, as extraction hashes its
+    shards. Extraction writes and hashes on threads of their own (attention/shard_writer.py), so the slower of the
+    two is the rate. Or the reason it has none ({'not_timed': ...}), where the folder cannot be written."""
+    import numpy as np
+
+    where = Path(folder).absolute()
+    while not where.exists():
+        where = where.parent
+    # Random float16 values, as attention weights are: no file system compresses or deduplicates them.
+    block = np.random.default_rng(0).random(chunk // 2, dtype=np.float32).astype(np.float16).tobytes()
+    chunks = max(1, size // chunk)
+    try:
+        with tempfile.NamedTemporaryFile(dir=where, prefix=".plan-storage-", suffix=".tmp") as handle:
+            start = time.perf_counter()
+            for _ in range(chunks):
+                handle.write(block)
+            handle.flush()
+            written = time.perf_counter()
+            file_digest(handle.name, SHARD_DIGEST)
+            hashed = time.perf_counter()
+    except OSError as exc:
+        return {"not_timed": f"{where} cannot be written here ({exc.strerror or type(exc).__name__})"}
+    per_gb = 1e9 / (chunks * len(block))
+    return {"seconds_per_gb": max(written - start, hashed - written) * per_gb,
+            "how": f"measured here: {chunks * len(block) / 2**20:.0f} MiB written to {where} without fsync "
+                   f"({(written - start) * per_gb:.2g} s per GB), read back for their {SHARD_DIGEST} "
+                   f"({(hashed - written) * per_gb:.2g} s per GB); the slower, as extraction overlaps them"}
+
+
 # --- the models ---------------------------------------------------------------------------------------------
 
 
@@ -203,10 +247,8 @@ def model_config(study: Study, model: str, *, network: bool) -> tuple[Any, str]:
             "its config.json" + (" in the hub cache" if hub else "")
     except (OSError, ValueError):
         pass
-    if hub in KNOWN_CONFIGS and not revision:
-        known = dict(KNOWN_CONFIGS[hub])
-        where = "the hub's config.json as plan_timing.py records it"
-        return AutoConfig.for_model(known.pop("model_type"), **known), where
+    if (known := known_config(hub)) is not None:  # a revision has the model's architecture
+        return known, "the hub's config.json as models/known_configs.py records it"
     if not hub:
         raise NotTimed(f"no config.json in {model_location(model, entry)}")
     if not network or study.offline or os.environ.get("HF_HUB_OFFLINE"):
@@ -242,22 +284,20 @@ def load_classifier(study: Study, model: str, *, network: bool) -> tuple[Any, st
     """The model as a two-label sequence classifier (its encoder serves the forward rate), and its source:
     its weights where they are here, else random weights on its config (the same cost)."""
     import torch
-    from transformers import AutoModelForSequenceClassification
 
     entry = study.config["models"][model]
     options = {"revision": entry["revision"]} if entry.get("revision") else {}
     with _quiet_transformers():
         try:
             location = model_location(model, entry)
-            loaded = AutoModelForSequenceClassification.from_pretrained(location, num_labels=2,
-                                                                        local_files_only=True, **options)
+            loaded = load_pretrained("classifier", location, num_labels=2, local_files_only=True, **options)
             return loaded, "its weights" + (" in the hub cache" if entry.get("hub") else "")
         except (OSError, ValueError):
             pass  # no weights here: a config is enough
         config, where = model_config(study, model, network=network)
         config.num_labels = 2
         torch.manual_seed(0)
-        return AutoModelForSequenceClassification.from_config(config), f"random weights on {where}"
+        return from_config("classifier", config), f"random weights on {where}"
 
 
 def time_model(study: Study, model: str, *, network: bool) -> Rates:
@@ -288,8 +328,12 @@ def time_model(study: Study, model: str, *, network: bool) -> Rates:
 def time_models(study: Study, *, network: bool, given: Rates | None = None) -> dict[str, dict[str, Any]]:
     """Rates per study model, or the reason it has none ({'not_timed': ...}). Models of one architecture and
     the same settings are timed once (bert-base-uncased and -cased differ only in their vocabulary)."""
+    if given is not None and given.params:
+        from .plan_memory import scaled_rates
+
+        return {model: scaled_rates(study.config, model, given) for model in study.models}
     if given is not None:
-        return {model: asdict(given) for model in study.models}
+        return {model: given.of_model() for model in study.models}
     found: dict[str, dict[str, Any]] = {}
     timed: dict[str, dict[str, Any]] = {}
     for model in study.models:
@@ -297,7 +341,7 @@ def time_models(study: Study, *, network: bool, given: Rates | None = None) -> d
             key = _cost_key(study, model, network=network)
             if key not in timed:
                 print(f"plan: timing {model} on this machine (seconds)", file=sys.stderr, flush=True)
-                timed[key] = asdict(time_model(study, model, network=network))
+                timed[key] = time_model(study, model, network=network).of_model()
             found[model] = timed[key]
         except NotTimed as exc:
             found[model] = {"not_timed": str(exc)}
@@ -318,14 +362,29 @@ def _cost_key(study: Study, model: str, *, network: bool) -> str:
 # --- the estimate -------------------------------------------------------------------------------------------
 
 
-def estimate(per_model: dict[str, dict[str, int]], rates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def estimate(per_model: dict[str, dict[str, int]], rates: dict[str, dict[str, Any]],
+             dumps: list[tuple[str, int, float]] = (), storage: dict[str, Any] | None = None) -> dict[str, Any]:
     """Seconds per line of ESTIMATE_LINES: each model's examples times its rate, summed over the timed
-    models; the models with no rate are named, not counted."""
-    lines = {name: sum(per_model[m][count] * rates[m][rate] for m in per_model if "not_timed" not in rates[m]
-                       for count, rate in parts)
+    models; the models with no rate are named, not counted. With a storage rate, extraction is per dump
+    (``dumps``: model, examples, bytes) the larger of its forward passes and its storage: the writer thread
+    overlaps the model. ``bound_by``: the largest line, the stage that bounds the study."""
+    timed = [m for m in per_model if "not_timed" not in rates[m]]
+    lines = {name: sum(per_model[m][count] * rates[m][rate] for m in timed for count, rate in parts)
              for name, parts in ESTIMATE_LINES}
-    return {"seconds": lines, "total_s": sum(lines.values()),
-            "not_counted": sorted(m for m in per_model if "not_timed" in rates[m])}
+    extraction = {"forward_s": lines["extraction"], "storage_s": None, "bytes": None, "bound_by": "forward"}
+    if storage and "seconds_per_gb" in storage:
+        costs = [(examples * rates[m]["forward"], size / 1e9 * storage["seconds_per_gb"], size)
+                 for m, examples, size in dumps if m in timed]
+        lines["extraction"] = sum(max(forward, stored) for forward, stored, _ in costs)
+        forward_s, storage_s = sum(c[0] for c in costs), sum(c[1] for c in costs)
+        extraction = {"forward_s": forward_s, "storage_s": storage_s, "bytes": sum(c[2] for c in costs),
+                      "bound_by": "storage" if storage_s > forward_s else "forward"}
+    total = sum(lines.values())
+    each = {m: sum(per_model[m][count] * rates[m][rate] for _, parts in ESTIMATE_LINES for count, rate in parts)
+            for m in timed}  # each model's passes (extraction's forward passes; its storage is the disk's)
+    return {"seconds": lines, "total_s": total, "extraction": extraction, "per_model_s": each,
+            "bound_by": max(lines, key=lambda name: lines[name]) if total > 0 else None,
+            "not_counted": sorted(m for m in per_model if m not in timed)}
 
 
 def duration(seconds: float) -> str:

@@ -212,15 +212,16 @@ def diagnose(tokenizer: Any, model: Any, settings: Settings, *, resamples: int, 
 
 def head_diagnostics(checkpoint_manifest: str | Path, output: str | Path, *, model: str, checkpoint: str,
                      settings: Settings, resamples: int, bootstrap_seed: int, threads: int, offline: bool,
-                     natural_tokens: str | Path | None = None) -> pd.DataFrame:
-    """The (model, checkpoint) part of ``tables/head_diagnostics.csv`` (rule head_diagnostics_part)."""
+                     natural_tokens: str | Path | None = None, dtype: str = "float32") -> pd.DataFrame:
+    """The (model, checkpoint) part of ``tables/head_diagnostics.csv`` (rule head_diagnostics_part), the model's
+    weights as ``dtype`` (its entry's ``dtype``)."""
     import torch
 
     from ..core.io import write_csv
     from ..models.checkpoints import load_checkpoint
 
     torch.set_num_threads(max(1, int(threads)))
-    tokenizer, network = load_checkpoint(checkpoint_manifest, offline=offline)
+    tokenizer, network = load_checkpoint(checkpoint_manifest, offline=offline, dtype=dtype)
     frame = diagnose(tokenizer, network, settings, resamples=resamples, bootstrap_seed=bootstrap_seed,
                      natural_tokens=natural_tokens)
     frame.insert(0, "checkpoint", checkpoint)

@@ -36,10 +36,11 @@ import pandas as pd
 
 from ..core.errors import AtlasError
 from ..core.io import write_csv
+from ..core.precision import autocast
 from ..core.stats import ratio_bootstrap_ci
 from ..data.entries import TaskSpec
 from ..models.checkpoints import read_manifest, weights_options
-from ..models.families import ensure_pad_token, family_of
+from ..models.families import ensure_pad_token, family_of, load_pretrained
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ def bert_masking(input_ids: np.ndarray, special: np.ndarray, rng: np.random.Gene
     return masked, labels
 
 
-def attention_gradients(model: Any, inputs: dict[str, Any]) -> tuple[list[Any], float]:
+def attention_gradients(model: Any, inputs: dict[str, Any], precision: str = "fp32") -> tuple[list[Any], float]:
     """dL/dA for every layer's attention weights A (each (batch, heads, T, T)), and the loss L.
 
     ``inputs`` hold the labels, so that the model returns its loss. The weights are those the
@@ -94,7 +95,8 @@ def attention_gradients(model: Any, inputs: dict[str, Any]) -> tuple[list[Any], 
 
     model.zero_grad(set_to_none=True)
     with torch.enable_grad():
-        outputs = model(**inputs, output_attentions=True)
+        with autocast(precision, "cpu"):
+            outputs = model(**inputs, output_attentions=True)
         attentions = getattr(outputs, "attentions", None)
         if not attentions or any(a is None for a in attentions):
             raise AtlasError(f"model type {model.config.model_type!r} returned no attention weights; load it with "
@@ -143,12 +145,11 @@ def load_mlm(load_from: str, offline: bool, **weights: Any) -> Any:
     """The checkpoint with its masked-LM head; Skip if the head (or any weight) would be new.
 
     ``weights``: how its weights are read (models.checkpoints.weights_options)."""
-    from transformers import AutoModelForMaskedLM
+    import torch
 
     try:
-        model, info = AutoModelForMaskedLM.from_pretrained(load_from, attn_implementation="eager",
-                                                           output_loading_info=True, local_files_only=offline,
-                                                           **weights)
+        model, info = load_pretrained("masked_lm", load_from, attn_implementation="eager", output_loading_info=True,
+                                      local_files_only=offline, dtype=torch.float32, **weights)
     except (ValueError, KeyError) as exc:  # no masked-LM class for this model type
         raise Skip(f"transformers has no masked-LM model class for this checkpoint ({type(exc).__name__})") from exc
     missing = sorted(info.get("missing_keys") or [])
@@ -161,10 +162,10 @@ def load_mlm(load_from: str, offline: bool, **weights: Any) -> Any:
 
 
 def load_classifier(load_from: str, offline: bool, **weights: Any) -> Any:
-    from transformers import AutoModelForSequenceClassification
+    import torch
 
-    model, info = AutoModelForSequenceClassification.from_pretrained(
-        load_from, attn_implementation="eager", output_loading_info=True, local_files_only=offline, **weights)
+    model, info = load_pretrained("classifier", load_from, attn_implementation="eager", output_loading_info=True,
+                                  local_files_only=offline, dtype=torch.float32, **weights)
     missing = sorted(info.get("missing_keys") or [])
     if missing:
         raise Skip(f"the fine-tuned checkpoint has no trained classification head (missing {missing[:4]})")
@@ -231,7 +232,7 @@ def task_examples(manifest: dict[str, Any], task_data: str | Path, tokenizer: An
 
 def sep_gradient(checkpoint_manifest: str | Path, token_table: str | Path, output: str | Path, *,
                  max_examples: int | None, task_data: str | Path | None = None,
-                 task: dict[str, Any] | None = None, mask_prob: float, seed: int,
+                 task: dict[str, Any] | None = None, mask_prob: float, seed: int, precision: str = "fp32",
                  resamples: int, bootstrap_seed: int, threads: int, offline: bool,
                  data_name: str = "") -> pd.DataFrame:
     """The per-checkpoint part of ``sep_gradient.csv``: one row per layer."""
@@ -271,7 +272,7 @@ def sep_gradient(checkpoint_manifest: str | Path, token_table: str | Path, outpu
         model.eval()  # no dropout: the weights returned are the ones used
         losses = []
         for inputs, sep in examples:
-            gradients, loss = attention_gradients(model, inputs)
+            gradients, loss = attention_gradients(model, inputs, precision)
             per_example.append(gradient_sums(gradients, sep))
             losses.append(loss)
         if not per_example:

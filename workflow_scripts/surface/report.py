@@ -1,6 +1,11 @@
 """The surface stage's share of the report: [C] section 3 beside ``surface_heads.csv``, and panel A; the head
 diagnostics beside [G]'s sink rates and [W]'s named heads (``diagnostics_report.py``).
 
+Panel A draws what the model has: an encoder's attention to [CLS], [SEP] and '.'/','; a decoder's (a causal
+family, ``models.families``) to its first token instead, from ``first_token.csv`` (alpha_1 on the same dump): a
+decoder has no [SEP], and its first special token, the [CLS] column, is none at all where the tokenizer adds no
+BOS (GPT-2), though position 0 is where its sink heads attend.
+
 Paper items (``report/paper_values/surface.csv``, analysis ``surface``): counts of heads over a
 threshold ("heads >50% on previous token"), and the mean attention of the heads of a layer range,
 1-based ("attention on [SEP] in layers 6-10"), not computed where the model has fewer layers.
@@ -15,6 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core.subjects import base_model
+from ..models.families import family_of
 from ..models.report import compared_checkpoints, main_checkpoint
 from ..report.drawing import not_in_study
 from ..report.formatting import (
@@ -39,7 +46,7 @@ SURFACE_THRESHOLD = re.compile(r"heads\s*>\s*(?P<pct>[\d.]+)\s*%\s*on\s+(?P<targ
                                re.IGNORECASE)
 SURFACE_LAYERS = re.compile(r"attention\s+on\s+\[?(?P<target>sep|cls)\]?\s+in\s+layers\s+(?P<a>\d+)\s*-\s*(?P<b>\d+)",
                             re.IGNORECASE)
-SURFACE_COLOURS = {"cls": "tab:red", "sep": "tab:blue", "punct": "tab:purple"}
+SURFACE_COLOURS = {"cls": "tab:red", "sep": "tab:blue", "punct": "tab:purple", "first_token": "tab:red"}
 
 
 def compare_surface(item: PaperItem, model: str, tables: StudyTables, ctx: StudyContext) -> list[dict[str, Any]]:
@@ -94,9 +101,29 @@ def compare_surface(item: PaperItem, model: str, tables: StudyTables, ctx: Study
     return out or [missing_row("surface_heads.csv has only the random-init control for this model")]
 
 
+def decoder_like(model: str, tables: StudyTables, rows: pd.DataFrame) -> bool:
+    """Whether panel A shows the first token rather than [CLS]/[SEP]: the model's family is causal (models.csv's
+    ``model_type``), or, without a card that says, no head of the rows attends to a special token at all."""
+    cards = tables.get("models")
+    if cards is not None and {"name", "model_type"} <= set(cards.columns):
+        card = cards[cards["name"].astype(str) == base_model(model)]
+        if not card.empty and isinstance(card["model_type"].iloc[0], str):
+            return family_of(card["model_type"].iloc[0]).causal
+    return not (rows[["cls", "sep"]].fillna(0).to_numpy() > 0).any()
+
+
+def _first_token(model: str, tables: StudyTables, rows: pd.DataFrame) -> tuple[pd.DataFrame | None, str]:
+    """A decoder's first-token rows (first_token.csv; None where the study has none) and their legend label."""
+    first, _ = tables.model_rows("first_token", model)
+    # The first special token of a decoder's text is the BOS its tokenizer puts at position 0.
+    label = "first token (BOS)" if (rows[["cls"]].fillna(0).to_numpy() > 0).any() else "first token"
+    return first, label
+
+
 def draw_surface(ax: Any, model: str, tables: StudyTables, items: Sequence[PaperItem],
                  ctx: StudyContext) -> str | None:
-    """Panel A: mean attention to [CLS], [SEP] and '.'/',' per layer, with [C]'s [SEP] range."""
+    """Panel A: mean attention to [CLS], [SEP] and '.'/',' per layer, with [C]'s [SEP] range; a decoder's to its
+    first token (the attention sink) and '.'/','."""
     title = "A  Attention to special tokens per layer"
     rows, why = tables.model_rows("surface_heads", model)
     checkpoint = main_checkpoint(rows) if rows is not None else None
@@ -104,21 +131,32 @@ def draw_surface(ax: Any, model: str, tables: StudyTables, items: Sequence[Paper
         return not_in_study(ax, title, why or "no pretrained rows in surface_heads.csv")
     rows = rows.assign(punct=rows["period"] + rows["comma"])
     labels = {"cls": "[CLS]", "sep": "[SEP]", "punct": "'.' or ','"}
+    columns, first, missing = ["cls", "sep", "punct"], None, ""
+    decoder = decoder_like(model, tables, rows[rows["checkpoint"].astype(str) == checkpoint])
+    if decoder:
+        title = "A  Attention to the first token per layer"
+        first, labels["first_token"] = _first_token(model, tables, rows)
+        columns = ["first_token", "punct"] if first is not None else ["punct"]
+        missing = "" if first is not None else "\nfirst token: not in this study (no first_token.csv rows)"
     top = 0.0
     for name, style in ((checkpoint, "-"), (CONTROL, "--")):
         part = rows[rows["checkpoint"].astype(str) == name]
         if part.empty:
             continue
-        means = part.groupby("layer")[["cls", "sep", "punct"]].mean()
-        top = max(top, float(np.nanmax(means.to_numpy())))
-        for column, colour in SURFACE_COLOURS.items():
-            ax.plot(means.index + 1, means[column], style, color=colour, marker="o" if style == "-" else None,
-                    markersize=3, linewidth=1.5 if style == "-" else 1, alpha=1 if style == "-" else 0.6,
-                    label=labels[column] if style == "-" else None)
+        means = part.groupby("layer")[[c for c in columns if c != "first_token"]].mean()
+        if first is not None:  # aligned on the layer; NaN (no point) where a checkpoint has no first-token rows
+            sinks = first[first["checkpoint"].astype(str) == name]
+            means["first_token"] = sinks.groupby("layer")["first_token"].mean()
+        top = max(top, float(np.nanmax(means.to_numpy(dtype=float), initial=0.0)))
+        for column in columns:
+            ax.plot(means.index + 1, means[column], style, color=SURFACE_COLOURS[column],
+                    marker="o" if style == "-" else None, markersize=3, linewidth=1.5 if style == "-" else 1,
+                    alpha=1 if style == "-" else 0.6, label=labels[column] if style == "-" else None)
     if (rows["checkpoint"].astype(str) == CONTROL).any():
         ax.plot([], [], "--", color="0.4", linewidth=1, label="random-init")
     layers = int(rows["layer"].max()) + 1
-    for item in items:
+    # [C]'s ranges are of BERT's [CLS]/[SEP], which a decoder's panel does not draw.
+    for item in () if decoder else items:
         match = SURFACE_LAYERS.search(item.item) if item.analysis == "surface" else None
         if not match or item.number is None:
             continue
@@ -134,13 +172,13 @@ def draw_surface(ax: Any, model: str, tables: StudyTables, items: Sequence[Paper
     ax.set_ylabel("mean attention (layer mean of heads)", fontsize=8)
     ax.set_ylim(0, max(0.6, top * 1.15))
     corpus = rows["corpus"].iloc[0] if "corpus" in rows.columns else "wiki"
-    ax.set_title(f"{title}\n({corpus}; {checkpoint}, solid; random-init, dashed)", fontsize=9, loc="left")
+    ax.set_title(f"{title}\n({corpus}; {checkpoint}, solid; random-init, dashed){missing}", fontsize=9, loc="left")
     ax.legend(fontsize=6.5, loc="upper left", frameon=False)
     return None
 
 
 REPORT = StageReport(
-    tables=("surface_heads", "head_diagnostics", "sink_rates"),
+    tables=("surface_heads", "first_token", "head_diagnostics", "sink_rates"),
     comparisons=(PaperComparison("surface", compare_surface), PaperComparison("sink rate", compare_sink_rate),
                  PaperComparison("head roles", compare_head_roles)),
     panels=(SummaryPanel("A", draw_surface, "wiki segments"),),

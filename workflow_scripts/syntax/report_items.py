@@ -80,10 +80,11 @@ def relation_of(item: str) -> tuple[str | None, bool]:
     return None, False
 
 
-def dependency_rows(rows: pd.DataFrame, relation: str, select_split: str, score_split: str) -> pd.DataFrame:
-    """The best-head rows of ``relation`` selected on ``select_split`` and scored on ``score_split``, in the
-    direction [C] reported (``either``; ``all``: dependent -> head)."""
-    direction = DEP_TO_HEAD if relation == "all" else EITHER
+def dependency_rows(rows: pd.DataFrame, relation: str, select_split: str, score_split: str,
+                    direction: str | None = None) -> pd.DataFrame:
+    """The best-head rows of ``relation`` selected on ``select_split`` and scored on ``score_split``, in
+    ``direction``, by default the one [C] reported (``either``; ``all``: dependent -> head)."""
+    direction = direction or (DEP_TO_HEAD if relation == "all" else EITHER)
     return rows[(rows["relation"].astype(str) == relation) & (rows["direction"].astype(str) == direction)
                 & (rows["select_split"].astype(str) == select_split) & (rows["score_split"].astype(str) == score_split)]
 

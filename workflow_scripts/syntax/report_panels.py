@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core.labels import CAUSAL_DIRECTIONS, CAUSAL_UNION
 from ..models.report import main_checkpoint
 from ..report.drawing import PAPER_STYLE, not_in_study, reference_items
 from ..report.formatting import (
@@ -48,13 +49,18 @@ def _two_lines(label: str) -> str:
 def draw_dependency(ax: Any, model: str, tables: StudyTables, items: Sequence[PaperItem],
                     ctx: StudyContext) -> str | None:
     """Panel B. Per relation: the head selected on select_split and scored on score_split (held out), the head
-    selected and scored on score_split ([C]'s same-split protocol) and the best fixed offset (held out)."""
+    selected and scored on score_split ([C]'s same-split protocol) and the best fixed offset (held out); in [C]'s
+    directions, or a decoder's causal union."""
     title = f"B  Best head per dependency relation ({ctx.treebank_name()})"
     rows, why = syntax_rows(tables, "dependency_best", model, ctx)
     checkpoint = main_checkpoint(rows) if rows is not None else None
     if rows is None or checkpoint is None:
         return not_in_study(ax, title, why or "no pretrained rows in dependency_best.csv")
     rows = rows[rows["checkpoint"].astype(str) == checkpoint]
+    # A decoder's rows have none of [C]'s directions: its bars are the causal union, each arc scored in the one
+    # direction its causal mask allows (docs/syntax.md), with that union's own offset baseline.
+    causal = bool(rows["direction"].astype(str).isin(CAUSAL_DIRECTIONS).any())
+    direction = CAUSAL_UNION if causal else None
     present = list(dict.fromkeys(rows["relation"].astype(str)))
     order = [r for r in (ctx.relations or present) if r in present]
     paper = {}
@@ -75,7 +81,7 @@ def draw_dependency(ax: Any, model: str, tables: StudyTables, items: Sequence[Pa
     baselines, head_labels, names = [], [], []
     for relation in order:
         for k, (sel, sco, label, _) in enumerate(protocols):
-            part = dependency_rows(rows, relation, sel, sco)
+            part = dependency_rows(rows, relation, sel, sco, direction)
             row = part.iloc[0] if not part.empty else None
             bars[label].append(accuracy(row, "accuracy"))
             if k == 0:
@@ -101,7 +107,8 @@ def draw_dependency(ax: Any, model: str, tables: StudyTables, items: Sequence[Pa
     ax.set_xticks(range(0, 101, 20))
     ax.set_xlabel(f"accuracy (%) on {ctx.treebank_name()} {score}", fontsize=8)
     inputs = input_text(input_protocol(rows))
-    ax.set_title(f"{title}\n({checkpoint}; bars: best heads, labelled layer-head)"
+    how = "\ndecoder: each arc in the direction its causal mask allows" if causal else ""
+    ax.set_title(f"{title}\n({checkpoint}; bars: best heads, labelled layer-head){how}"
                  + (f"\n{inputs}" if inputs else ""), fontsize=9, loc="left")
     ax.legend(fontsize=5.5, loc="lower right", frameon=True, title="best head:", title_fontsize=5.5)
     return None

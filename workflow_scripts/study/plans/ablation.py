@@ -138,4 +138,4 @@ class Inputs:
 
     def found_heads_settings(self, wc: Any) -> list[dict[str, Any]]:
         """A params function: the run settings of the tasks of the model's ablated runs."""
-        return [self.study.finetune_settings(t, wc.model) for t, _ in found_heads_runs(self.study, wc.model)]
+        return [self.study.finetune_settings(t, wc.model).params() for t, _ in found_heads_runs(self.study, wc.model)]

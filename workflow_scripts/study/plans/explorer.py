@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 STAGE = "explorer"
 PRETRAINED = "pretrained"
+INDEX = "_index"
 ANALYSES = ()
 # The plans of the stages before the explorer whose declared tables a page may read.
 EARLIER_PLANS = (data, models, finetune, attention, surface, syntax, finetune_effects, ablation)
@@ -39,7 +40,9 @@ def plan(study: Study) -> None:
                 for measure in analysis.explorer_measures if measure.table in tables]
     study.explorer = ExplorerPlan(tables=tables, measures=measures)
     study.explorer.corpus, study.explorer.split, study.explorer.task = _example_source(study)
-    study.stage_outputs[STAGE] = [study.paths.page(STAGE, model) for model in study.models]
+    pages = [study.paths.page(STAGE, model) for model in study.models]
+    # The index lists every model's page ("_index": no model name starts with an underscore).
+    study.stage_outputs[STAGE] = [*pages, study.paths.page(STAGE, INDEX)] if pages else []
 
 
 def _example_source(study: Study) -> tuple[str | None, str | None, str | None]:

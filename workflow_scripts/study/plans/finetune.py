@@ -61,4 +61,4 @@ class Inputs:
 
     def settings(self, task: str):
         """A params function: the task's run settings for the job's model (its max_length when null)."""
-        return lambda wc: self.study.finetune_settings(task, wc.model)
+        return lambda wc: self.study.finetune_settings(task, wc.model).params()

@@ -1,5 +1,6 @@
 """The report's plan (stage ``report``): which tables the report reads and why the others
-are absent, the summary pages (one per subject) and, with more than one signal, the signals side by side.
+are absent, the summary pages (one per subject), with more than one signal the signals side by side, and the
+cross-model atlas of head roles.
 
 It runs after every analysis stage's plan and reads what they planned.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...core.stages import STAGES
+from ...report.atlas import ATLAS_INPUTS
 from ...report.registry import report_tables
 from ..revisions import revision_series
 from .declarations import Analysis
@@ -27,6 +29,8 @@ ANALYSES = (
     Analysis("head_development", "a model studied at two or more hub revisions (models.NAME.revisions)",
              tables=("head_development",), figures=("development/{series}",),
              captions=("report_head_development.rst", "report_head_development_figure.rst")),
+    Analysis("atlas", "the study, with any table of a head role", tables=("atlas",), figures=("report/atlas",),
+             captions=("report_atlas.rst", "report_atlas_figure.rst")),
 )
 # The head-development measures' tables (docs/models.md, Pretraining checkpoints), those the study has.
 DEVELOPMENT_TABLES = ("sink_rates", "head_diagnostics", "dependency_heads")
@@ -67,6 +71,7 @@ def plan(study: Study) -> None:
         for figure in summary.figures for subject in study.subjects for ext in ("png", "pdf")]
     plan_signal_comparison(study)
     plan_head_development(study)
+    plan_atlas(study)
 
 
 def figure_path(study: Study, declared: str, ext: str) -> str:
@@ -106,3 +111,29 @@ def plan_head_development(study: Study) -> None:
     study.stage_outputs[STAGE] += [study.paths.table(name) for name in development.tables] + [
         figure_path(study, figure.format(series=name), ext)
         for figure in development.figures for name in series for ext in ("png", "pdf")]
+
+
+def plan_atlas(study: Study) -> None:
+    """The cross-model atlas (workflow_scripts/report/atlas.py) from the role tables the study has, the pretrained
+    pattern features of each analysed task (and the random-init checkpoint's, its control) and, for the parameter
+    count, the random-init checkpoint of each model the study dumps at it (its safetensors: same architecture)."""
+    planned = set(study.outputs())
+    tables = {name: study.paths.table(name) for name in ATLAS_INPUTS if study.paths.table(name) in planned}
+    parts = [(model, checkpoint, task) for model in study.models for task in study.effects_tasks
+             for checkpoint in ("pretrained", "random") if (model, checkpoint, task) in study.effects_targets]
+    if not tables and not any(checkpoint == "pretrained" for _, checkpoint, _ in parts):
+        return
+    random_models = [model for model in study.models
+                     if any(m == model and checkpoint == "random" for m, checkpoint, _, _ in study.dumps)]
+    study.atlas_inputs = {
+        "models": study.paths.table("models"), **tables,
+        "patterns": [study.paths.analysis("finetune_effects", model, checkpoint, task, "pattern_features.parquet")
+                     for model, checkpoint, task in parts],
+        "random_checkpoints": [study.paths.checkpoint_manifest(model, "random") for model in random_models]}
+    study.atlas_params = {
+        "patterns": [list(part) for part in parts], "random_models": random_models,
+        "revisions": {point.model: [name, point.revision, point.step]
+                      for name, points in revision_series(study.config).items() for point in points}}
+    atlas = ANALYSES[4]
+    study.stage_outputs[STAGE] += [study.paths.table(name) for name in atlas.tables] + [
+        figure_path(study, figure, ext) for figure in atlas.figures for ext in ("png", "pdf")]

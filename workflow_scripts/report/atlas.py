@@ -1,0 +1,278 @@
+"""The cross-model atlas (docs/report.md, "tables/atlas.csv"): every model's heads in each role, placed by relative
+depth, from the tables the study already makes, one row per (model, checkpoint, role, detail, layer, head).
+
+Roles, each from its own table (a study without the table has no rows for the role):
+
+- ``sink``, ``previous_token``, ``induction`` (head_diagnostics.csv): alpha_1 and the previous-token share on
+  natural text (random tokens where a model has no natural rows), the induction score on repeated random tokens;
+- ``dependency`` (dependency_best.csv): each relation's best head (``detail``: the relation) on the syntax treebank,
+  selected on ``select_split`` and scored on ``score_split``, in the ``either`` direction ([C]'s Table 1;
+  ``dependent_to_head`` for ``all``), the ``causal_union`` for a decoder: the found heads' choice (docs/ablation.md);
+- ``coreference`` (coref_best.csv): the best head (method ``head``, mention type ``all``, all documents);
+- ``pattern:CLASS`` (the pattern features of each analysed task's dev inputs): the share of the head's maps that
+  [K]'s rules put in the class (``detail``: the task); Heterogeneous, the class of maps with no pattern, is no role;
+- ``causal_importance`` (head_disabling.csv): the drop of the fine-tuned checkpoint's dev metric when the head is
+  disabled alone (-delta; ``detail``: task, metric, mode), the one role on a fine-tuned checkpoint.
+
+Every other role is on the pretrained checkpoint. ``random_score`` is the same role of the same head (same input,
+relation, direction) on the model's random-init checkpoint, where the study measured it there.
+
+Signal subjects (``MODEL@SIGNAL``) are left out: the atlas compares models' attention weights, and
+tables/signal_comparison.csv sets the signals side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from math import prod
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..core.errors import AtlasError
+from ..core.io import read_csv, write_csv
+
+PRETRAINED, RANDOM = "pretrained", "random"
+SINK_INPUTS = ("natural", "random")  # the first a model has
+INDUCTION_INPUT = "random_repeated"
+EITHER, DEP_TO_HEAD, CAUSAL_UNION, ALL = "either", "dependent_to_head", "causal_union", "all"
+NO_PATTERN = "Heterogeneous"
+# Roles in the order of the figure's panels (pattern roles come after coreference, in [K]'s class order).
+ROLE_ORDER = ("sink", "previous_token", "induction", "dependency", "coreference")
+LAST_ROLE = "causal_importance"
+# The study tables the roles come from (the atlas rule's named inputs; the report's plan lists those planned).
+ATLAS_INPUTS = ("head_diagnostics", "dependency_best", "dependency_heads", "coref_best", "coref_heads",
+                "head_disabling")
+ROLE_COLUMNS = ["model", "checkpoint", "role", "detail", "layer", "head", "score", "ci_low", "ci_high",
+                "random_score"]
+MODEL_COLUMNS = ["model", "family", "parameters", "series", "revision", "step", "num_layers", "num_heads"]
+COLUMNS = ["model", "family", "parameters", "series", "revision", "step", "checkpoint", "role", "detail", "layer",
+           "num_layers", "relative_depth", "head", "score", "ci_low", "ci_high", "random_score", "rank"]
+
+
+def relative_depth(layer: np.ndarray | pd.Series | int, num_layers: np.ndarray | pd.Series | int) -> np.ndarray:
+    """(layer + 0.5) / layers, layer counted from 0: the centre of the slice of depth the layer holds. Defined for a
+    one-layer model, and a layer of a 4-layer model sits where the two layers it becomes in an 8-layer model sit on
+    average (layer 1 of 4: 0.375, layers 2 and 3 of 8: 0.3125 and 0.4375); layer / (layers - 1) would pin the
+    first and last layers to 0 and 1 and is undefined for one layer."""
+    return (np.asarray(layer, dtype=float) + 0.5) / np.asarray(num_layers, dtype=float)
+
+
+def _with_control(found: pd.DataFrame, control: pd.DataFrame | None, keys: list[str], column: str) -> pd.DataFrame:
+    """``found`` with ``random_score``: ``column`` of the ``control`` row with the same ``keys`` (NaN where none)."""
+    if control is None or control.empty:
+        return found.assign(random_score=np.nan)
+    control = control[keys + [column]].drop_duplicates(keys).rename(columns={column: "random_score"})
+    return found.merge(control, on=keys, how="left")
+
+
+def _role_frame(rows: pd.DataFrame, role: str, detail: str | pd.Series, score: str, low: str | None,
+                high: str | None) -> pd.DataFrame:
+    return pd.DataFrame({
+        "model": rows["model"].astype(str).to_numpy(), "checkpoint": rows["checkpoint"].astype(str).to_numpy(),
+        "role": role, "detail": detail if isinstance(detail, str) else detail.astype(str).to_numpy(),
+        "layer": rows["layer"].astype(int).to_numpy(), "head": rows["head"].astype(int).to_numpy(),
+        "score": rows[score].astype(float).to_numpy(),
+        "ci_low": rows[low].astype(float).to_numpy() if low else np.nan,
+        "ci_high": rows[high].astype(float).to_numpy() if high else np.nan,
+        "random_score": rows["random_score"].astype(float).to_numpy()})
+
+
+def diagnostic_roles(diagnostics: pd.DataFrame) -> pd.DataFrame:
+    """The sink, previous-token and induction roles of every head of head_diagnostics.csv."""
+    frames = []
+    for role, column, inputs in (("sink", "first_token", SINK_INPUTS),
+                                 ("previous_token", "previous_token", SINK_INPUTS),
+                                 ("induction", "induction", (INDUCTION_INPUT,))):
+        for _, rows in diagnostics.groupby(diagnostics["model"].astype(str), sort=False):
+            pretrained = rows[rows["checkpoint"].astype(str) == PRETRAINED]
+            source = next((kind for kind in inputs if (pretrained["input"].astype(str) == kind).any()), None)
+            if source is None:
+                continue
+            found = pretrained[pretrained["input"].astype(str) == source].dropna(subset=[column])
+            control = rows[(rows["checkpoint"].astype(str) == RANDOM) & (rows["input"].astype(str) == source)]
+            found = _with_control(found, control, ["layer", "head"], column)
+            frames.append(_role_frame(found, role, source, column, f"{column}_low", f"{column}_high"))
+    return _stack(frames)
+
+
+def dependency_roles(best: pd.DataFrame, heads: pd.DataFrame | None, *, treebank: str, select_split: str,
+                     score_split: str) -> pd.DataFrame:
+    """Each relation's best head of dependency_best.csv (see the module's docstring for the direction), with the
+    same head's accuracy on the random-init checkpoint from dependency_heads.csv."""
+    protocol = ((best["treebank"].astype(str) == treebank) & (best["select_split"].astype(str) == select_split)
+                & (best["score_split"].astype(str) == score_split) & (best["checkpoint"].astype(str) == PRETRAINED))
+    best = best[protocol].dropna(subset=["layer", "head", "accuracy"])
+    frames = []
+    for _, rows in best.groupby(best["model"].astype(str), sort=False):
+        directions = set(rows["direction"].astype(str))
+        if CAUSAL_UNION in directions:
+            chosen = rows["direction"].astype(str) == CAUSAL_UNION
+        else:
+            wanted = np.where(rows["relation"].astype(str) == ALL, DEP_TO_HEAD, EITHER)
+            chosen = rows["direction"].astype(str).to_numpy() == wanted
+        frames.append(rows[chosen])
+    found = _stack(frames, like=best)
+    found = found.assign(head_direction=found["head_direction"].fillna(found["direction"]).astype(str),
+                         layer=found["layer"].astype(int), head=found["head"].astype(int))
+    control = None
+    if heads is not None:
+        control = heads[(heads["checkpoint"].astype(str) == RANDOM) & (heads["treebank"].astype(str) == treebank)
+                        & (heads["select_split"].astype(str) == select_split)
+                        & (heads["score_split"].astype(str) == score_split)]
+        control = control.assign(head_direction=control["direction"].astype(str), model=control["model"].astype(str),
+                                 relation=control["relation"].astype(str))
+        found = found.assign(model=found["model"].astype(str), relation=found["relation"].astype(str))
+    found = _with_control(found, control, ["model", "relation", "head_direction", "layer", "head"], "accuracy")
+    return _role_frame(found, "dependency", found["relation"], "accuracy", "ci_low", "ci_high")
+
+
+def coreference_roles(best: pd.DataFrame, heads: pd.DataFrame | None) -> pd.DataFrame:
+    """The best coreference head of coref_best.csv (method head, mention type all, selected and scored on all
+    documents), with the same head's accuracy on the random-init checkpoint from coref_heads.csv."""
+    found = best[(best["checkpoint"].astype(str) == PRETRAINED) & (best["method"].astype(str) == "head")
+                 & (best["mention_type"].astype(str) == ALL) & (best["select_documents"].astype(str) == ALL)
+                 & (best["score_documents"].astype(str) == ALL)].dropna(subset=["layer", "head", "accuracy"])
+    found = found.assign(model=found["model"].astype(str), layer=found["layer"].astype(int),
+                         head=found["head"].astype(int))
+    control = None
+    if heads is not None:
+        control = heads[(heads["checkpoint"].astype(str) == RANDOM) & (heads["mention_type"].astype(str) == ALL)]
+        control = control.assign(model=control["model"].astype(str), layer=control["layer"].astype(int),
+                                 head=control["head"].astype(int))
+    found = _with_control(found, control, ["model", "layer", "head"], "accuracy")
+    return _role_frame(found, "coreference", "all mentions", "accuracy", "ci_low", "ci_high")
+
+
+def pattern_roles(model: str, task: str, features: pd.DataFrame, control: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per head and rule class but Heterogeneous, the share of the head's maps in the class (pattern features of
+    ``model``'s pretrained checkpoint on ``task``; ``control``: the random-init checkpoint's, where the study has
+    them). A class no map of a head falls in scores 0 for that head, a class no map at all falls in has no rows; no
+    interval (the features file has none)."""
+    def shares(frame: pd.DataFrame) -> pd.DataFrame:
+        table = pd.crosstab([frame["layer"].astype(int), frame["head"].astype(int)], frame["rule_class"].astype(str),
+                            normalize="index")
+        return table.stack().rename("share").reset_index().rename(columns={"rule_class": "class"})
+
+    found = shares(features)
+    found = found[found["class"] != NO_PATTERN].assign(model=model, checkpoint=PRETRAINED)
+    found = _with_control(found, None if control is None else shares(control), ["layer", "head", "class"], "share")
+    frames = [_role_frame(rows, f"pattern:{name}", task, "share", None, None)
+              for name, rows in found.groupby("class", sort=False)]
+    return _stack(frames)
+
+
+def disabling_roles(disabling: pd.DataFrame) -> pd.DataFrame:
+    """Each head's causal importance on each fine-tuned run of head_disabling.csv: the metric's drop when the head
+    is disabled alone (-delta)."""
+    rows = disabling.dropna(subset=["delta"]).assign(random_score=np.nan)
+    rows = rows.assign(importance=-rows["delta"].astype(float))
+    detail = rows["task"].astype(str) + " " + rows["metric"].astype(str) + ", " + rows["mode"].astype(str)
+    return _role_frame(rows, LAST_ROLE, detail, "importance", None, None)
+
+
+def model_info(models: pd.DataFrame, family_of: Callable[[str | None], str], parameters: Mapping[str, int | None],
+               revisions: Mapping[str, Sequence]) -> pd.DataFrame:
+    """One row per model of models.csv: family, parameters (None: unknown), the model it is a revision of
+    (``series``: itself otherwise), the revision and its training step (``revisions``: model -> [series, revision,
+    step])."""
+    rows = []
+    for card in models.itertuples(index=False):
+        model = str(card.name)
+        series, revision, step = revisions.get(model, (model, None, None))
+        model_type = None if pd.isna(card.model_type) else str(card.model_type)
+        rows.append({"model": model, "family": family_of(model_type), "parameters": parameters.get(model),
+                     "series": series, "revision": revision, "step": step, "num_layers": int(card.num_layers),
+                     "num_heads": int(card.num_heads)})
+    return pd.DataFrame(rows, columns=MODEL_COLUMNS).astype({"parameters": "Int64", "step": "Int64"})
+
+
+def assemble(roles: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
+    """The atlas: role rows of the models ``info`` lists, with the model's columns, relative depth and the head's
+    rank in its (model, checkpoint, role, detail) by score (1: highest), ordered as the figure reads them."""
+    frame = roles.merge(info, on="model", how="inner")
+    outside = (frame["layer"] < 0) | (frame["layer"] >= frame["num_layers"])
+    if outside.any():
+        bad = frame[outside].iloc[0]
+        raise AtlasError(f"the {bad['role']} row of model {bad['model']!r} names layer {bad['layer']}, outside its "
+                         f"{bad['num_layers']} layers (tables/models.csv)")
+    frame["relative_depth"] = relative_depth(frame["layer"], frame["num_layers"])
+    group = ["model", "checkpoint", "role", "detail"]
+    frame["rank"] = frame.groupby(group)["score"].rank(ascending=False, method="first").astype("Int64")
+    frame["role_order"] = frame["role"].map(role_position)
+    frame = frame.sort_values(["family", "parameters", "series", "step", "model", "role_order", "checkpoint",
+                               "detail", "rank"], na_position="last", kind="stable")
+    return frame[COLUMNS].reset_index(drop=True)
+
+
+def role_position(role: str) -> int:
+    """Where a role's panel comes: the fixed roles, then [K]'s classes in their order, then causal importance."""
+    if role in ROLE_ORDER:
+        return 100 * ROLE_ORDER.index(role)
+    if role.startswith("pattern:"):
+        classes = ("Vertical", "Diagonal", "Vertical+Diagonal", "Block")
+        name = role.split(":", 1)[1]
+        return 100 * len(ROLE_ORDER) + (classes.index(name) if name in classes else len(classes))
+    return 100 * (len(ROLE_ORDER) + 1)
+
+
+def count_parameters(files: Iterable[str | Path]) -> int | None:
+    """The number of weights in safetensors files, from their headers' shapes (no tensor is read); None without
+    a file."""
+    total, seen = 0, False
+    for path in files:
+        with open(path, "rb") as handle:
+            (length,) = struct.unpack("<Q", handle.read(8))
+            header = json.loads(handle.read(length))
+        total += sum(prod(entry["shape"]) for name, entry in header.items() if name != "__metadata__")
+        seen = True
+    return total if seen else None
+
+
+def checkpoint_weights(manifest: str | Path) -> list[Path]:
+    """The safetensors files of a checkpoint the workflow wrote (its manifest's ``load_from`` folder)."""
+    manifest = Path(manifest)
+    record = json.loads(manifest.read_text(encoding="utf-8"))
+    folder = manifest.parent / str(record.get("load_from") or "weights")
+    return sorted(folder.glob("*.safetensors")) if folder.is_dir() else []
+
+
+def _stack(frames: list[pd.DataFrame], like: pd.DataFrame | None = None) -> pd.DataFrame:
+    frames = [frame for frame in frames if not frame.empty]
+    if frames:
+        return pd.concat(frames, ignore_index=True)
+    return like.iloc[0:0] if like is not None else pd.DataFrame(columns=ROLE_COLUMNS)
+
+
+def atlas_table(models: str | Path, output: str | Path, *, family_of: Callable[[str | None], str],
+                tables: Mapping[str, str | Path | None], patterns: Sequence[tuple[str, str, str, str | Path]] = (),
+                parameters: Mapping[str, int | None] | None = None, revisions: Mapping[str, Sequence] | None = None,
+                treebank: str, select_split: str, score_split: str) -> pd.DataFrame:
+    """Write tables/atlas.csv. ``tables``: name -> path of the study tables it reads (head_diagnostics,
+    dependency_best, dependency_heads, coref_best, coref_heads, head_disabling), None or absent where the study
+    has none; ``patterns``: (model, checkpoint, task, pattern_features.parquet), pretrained and random."""
+    read = {name: read_csv(path) for name, path in tables.items() if path is not None}
+    frames = []
+    if "head_diagnostics" in read:
+        frames.append(diagnostic_roles(read["head_diagnostics"]))
+    if "dependency_best" in read:
+        frames.append(dependency_roles(read["dependency_best"], read.get("dependency_heads"), treebank=treebank,
+                                       select_split=select_split, score_split=score_split))
+    if "coref_best" in read:
+        frames.append(coreference_roles(read["coref_best"], read.get("coref_heads")))
+    columns = ["layer", "head", "rule_class"]
+    features = {(m, c, t): path for m, c, t, path in patterns}
+    for (model, checkpoint, task), path in features.items():
+        if checkpoint == PRETRAINED:
+            control = features.get((model, RANDOM, task))
+            frames.append(pattern_roles(model, task, pd.read_parquet(path, columns=columns),
+                                        None if control is None else pd.read_parquet(control, columns=columns)))
+    if "head_disabling" in read:
+        frames.append(disabling_roles(read["head_disabling"]))
+    info = model_info(read_csv(models), family_of, parameters or {}, revisions or {})
+    frame = assemble(_stack(frames), info)
+    write_csv(frame, output)
+    return frame
