@@ -79,3 +79,17 @@ def test_an_8b_decoders_full_fine_tuning_is_refused_on_80_gb_and_its_lora_accept
     assert shape_of(AutoConfig.for_model("llama", vocab_size=128256, hidden_size=4096, num_hidden_layers=32,
                                          num_attention_heads=32, num_key_value_heads=8, intermediate_size=14336,
                                          tie_word_embeddings=False)).parameters == 7_504_924_672
+
+
+def test_the_zoo_fits_its_gpu_by_the_plans_own_arithmetic():
+    """profiles/zoo: every model's shape is known without network or weights, and every GPU job fits 80 GB."""
+    from support.paths import REPO
+    from workflow_scripts.study.config import resolve_config
+    from workflow_scripts.study.plan_memory import GB, memory_summary
+
+    config = resolve_config([REPO / "profiles" / "zoo" / "study.yaml"], ["mirror=null"])
+    summary = memory_summary(config)
+    assert summary["unknown"] == [] and len(summary["models"]) == 27  # Pythia-160m at three steps
+    largest = max(job["bytes"] for model in summary["models"].values() for job in model["jobs"].values())
+    assert summary["limit_gb"] == 80 and 40 * GB < largest < 80 * GB
+    assert summary["models"]["llama-3-8b"]["parameters"] == 7_504_924_672
