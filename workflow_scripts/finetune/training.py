@@ -278,6 +278,7 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
             now = time.time()
             if step == 1 or now - last_log >= PROGRESS_EVERY_S or step == total_steps:
                 so_far = _finite_losses(losses, position + 1, epoch * steps_per_epoch, task, settings)
+                now = time.time()  # after the losses' read, which waits for the device: the rate is the GPU's
                 window = so_far[max(0, position + 1 - (step - logged_step)):]
                 elapsed = now - train_started
                 log.info("epoch %d/%d step %d/%d: loss %.4f, lr %.2e, %.1f examples/s, %.0f s elapsed, "

@@ -198,7 +198,7 @@ def refusal(estimate: Estimate, limit_gb: float, shape: Shape, settings: dict[st
     """The config problem of an estimate above the declared GPU memory: the job, model, estimate, limit, fixes."""
     fixes = []
     if estimate.job.startswith("finetune_"):
-        if settings and settings["method"] != "lora":
+        if settings and settings["method"] != "lora" and shape.lora_parameters_per_rank:  # its family has targets
             lora = finetune_estimate(estimate.model, estimate.job.removeprefix("finetune_"), shape,
                                      {**settings, "method": "lora"})
             fixes.append(f"finetune.method: lora (about {lora.bytes / GB:.1f} GB)")
