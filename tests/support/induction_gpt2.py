@@ -18,9 +18,12 @@ TOKEN, TOKEN_BALANCE = 0, TOKEN_CODES
 POSITION, POSITION_BALANCE = TOKEN_CODES + 1, TOKEN_CODES + 1 + POSITIONS
 PREVIOUS, PREVIOUS_BALANCE = POSITION_BALANCE + 1, POSITION_BALANCE + 1 + TOKEN_CODES
 SHARPNESS = 3.0  # query and key scale: scores of about 20-30 where a key matches, 0 elsewhere
+SINK_QUERY = 60.0  # the sink head's constant query: a score of about 20 on the BOS, 0 elsewhere
 
 
-def save_induction_gpt2(directory: Path, tokenizer_dir: Path) -> Path:
+def save_induction_gpt2(directory: Path, tokenizer_dir: Path, *, sink: bool = False) -> Path:
+    """The model above; with ``sink``, head 1 of layer 1 is an attention sink instead of weightless: a constant query
+    (its bias) meets a key only the first token's code (the BOS) gives, so every query attends to the first token."""
     import torch
     from transformers import AutoTokenizer, GPT2Config, GPT2Model
 
@@ -58,6 +61,10 @@ def save_induction_gpt2(directory: Path, tokenizer_dir: Path) -> Path:
         for token in range(TOKEN_CODES):
             induction.c_attn.weight[TOKEN + token, token] = SHARPNESS                   # query: my token
             induction.c_attn.weight[PREVIOUS + token, WIDTH + token] = SHARPNESS        # key: the token before me
+        if sink:
+            head = WIDTH // HEADS  # head 1's first query and key column
+            induction.c_attn.bias[head] = SINK_QUERY                                      # query: always the same
+            induction.c_attn.weight[TOKEN + tokenizer.bos_token_id, WIDTH + head] = SHARPNESS  # key: am I the BOS
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory

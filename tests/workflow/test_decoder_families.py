@@ -1,11 +1,11 @@
 """A zoo of five tiny models of five families through the real DAG, fine-tuned by LoRA: GPT-NeoX (Pythia's family)
 and Llama (grouped-query attention) with random weights, OPT, a RoBERTa encoder, and a GPT-2 whose heads are set by
-hand (support/induction_gpt2.py: a previous-token head in layer 0, an induction head in layer 1). Their dumps (both
-signals), the head diagnostics, [C]'s dependency heads in the causal directions, fine-tuning with last-token pooling,
-the fine-tuning effects ([K]'s change and pattern classes, [L]'s lexical categories), per-head disabling, and the
-cross-model atlas, whose roles find the hand-set heads at the relative depth they were set. Run to those tables only
-(the whole tiny study is run on the GPT-2 of test_decoder_study.py). Llama's token tables are made with prepend_bos
-false (rules/attention.smk's bos_ rules)."""
+hand (support/induction_gpt2.py: a previous-token head in layer 0, an induction head and a sink in layer 1). Their
+dumps (both signals), the head diagnostics, [C]'s dependency heads in the causal directions, fine-tuning with
+last-token pooling, the fine-tuning effects ([K]'s change and pattern classes, [L]'s lexical categories), per-head
+disabling, and the cross-model atlas, whose roles find the hand-set heads at the relative depth they were set. Run to
+those tables only (the whole tiny study is run on the GPT-2 of test_decoder_study.py). Llama's token tables are made
+with prepend_bos false (rules/attention.smk's bos_ rules)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def save_decoder(folder, model_type: str, tokenizer_dir, extra: dict):
 def built(tmp_path_factory, tiny_roberta):
     models = {name: save_decoder(tmp_path_factory.mktemp(name), model_type, tiny_roberta, extra)
               for name, (model_type, extra) in FAMILIES.items()}
-    models["gpt2"] = save_induction_gpt2(tmp_path_factory.mktemp("induction-gpt2"), tiny_roberta)
+    models["gpt2"] = save_induction_gpt2(tmp_path_factory.mktemp("induction-gpt2"), tiny_roberta, sink=True)
     work = write_tiny_study(tmp_path_factory.mktemp("decoder-families"), models["neox"])
     config = yaml.safe_load((work / "tiny.yaml").read_text())
     config["models"] = {name: {"path": str(folder), "max_length": 32} for name, folder in models.items()}
@@ -135,10 +135,10 @@ def test_the_atlas_finds_the_hand_set_heads_at_their_depth(built):
     assert set(atlas.loc[atlas["model"] == "llama", "family"]) == {"llama"}
     assert set(atlas.loc[atlas["model"] == "encoder", "family"]) == {"roberta"}
     gpt2 = atlas[(atlas["model"] == "gpt2") & (atlas["checkpoint"] == "pretrained")]
-    for role, layer in (("previous_token", 0), ("induction", 1)):
+    for role, layer, head in (("previous_token", 0, 0), ("induction", 1, 0), ("sink", 1, 1)):
         best = gpt2[gpt2["role"] == role].sort_values("score", ascending=False).iloc[0]
-        # head 0 of the layer it was set in, at that layer's relative depth, far above its random-init control
-        assert (best["layer"], best["head"]) == (layer, 0), role
+        # the head it was set in, at its layer's relative depth, far above its random-init control
+        assert (best["layer"], best["head"]) == (layer, head), role
         assert best["relative_depth"] == pytest.approx((layer + 0.5) / 2), role
         assert best["score"] > 0.8 and best["score"] > best["random_score"] + 0.5, role
     assert {"sink", "previous_token", "induction", "dependency", "causal_importance"} <= set(atlas["role"])
