@@ -4,9 +4,6 @@ pretraining revision."""
 
 from __future__ import annotations
 
-import json
-import struct
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,7 +12,6 @@ from workflow_scripts.report.atlas import (
     ATLAS_INPUTS,
     assemble,
     atlas_table,
-    count_parameters,
     dependency_roles,
     diagnostic_roles,
     model_info,
@@ -172,13 +168,3 @@ def test_patterns_and_causal_importance(tmp_path):
     causal = frame[(frame["role"] == "causal_importance") & (frame["rank"] == 1)].iloc[0]
     assert (causal["layer"], causal["head"], causal["checkpoint"]) == (0, 1, "cola.seed1.final")
     assert causal["score"] == pytest.approx(0.3) and causal["detail"] == "cola mcc, zero"
-
-
-def test_parameters_are_counted_from_safetensors_headers(tmp_path):
-    header = json.dumps({"__metadata__": {"format": "pt"}, "a": {"dtype": "F32", "shape": [3, 4],
-                                                                "data_offsets": [0, 48]},
-                         "b": {"dtype": "F32", "shape": [5], "data_offsets": [48, 68]}}).encode()
-    path = tmp_path / "model.safetensors"
-    path.write_bytes(struct.pack("<Q", len(header)) + header + bytes(68))
-    assert count_parameters([path]) == 17
-    assert count_parameters([]) is None

@@ -214,3 +214,10 @@ def setup_logging(log_path: str | os.PathLike[str] | None = None,
         handler.setFormatter(formatter)
         logger.addHandler(handler)
     return logger
+
+
+def listed(value: Any) -> list[str]:
+    """Paths given as one path, a list of them or nothing (a rule's named input, ``smk.input.get``), as a list."""
+    if value is None:
+        return []
+    return [str(value)] if isinstance(value, (str, os.PathLike)) else [str(path) for path in value]

@@ -11,13 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..core.io import listed
 from . import entry_point
-
-
-def _listed(value: Any) -> list[str]:
-    if value is None:
-        return []
-    return [str(value)] if isinstance(value, str) else [str(path) for path in value]
 
 
 @entry_point("head_explorer")
@@ -27,8 +22,8 @@ def head_explorer(smk: Any) -> None:
 
     p = smk.params
     layout = p.layout
-    patterns = _listed(smk.input.get("patterns"))
-    dumps = _listed(smk.input.get("example_dumps"))
+    patterns = listed(smk.input.get("patterns"))
+    dumps = listed(smk.input.get("example_dumps"))
     run(smk.wildcards.model, {name: smk.input.get(name) for name in explorer_tables()}, smk.output[0],
         head_measures=layout.get("measures", []),
         pattern_parts=[(c, t, path) for (c, t), path in zip(layout["pattern_parts"], patterns, strict=True)],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.io import listed
 from . import entry_point
 
 
@@ -77,23 +78,19 @@ def head_development_figure(smk: Any) -> None:
     draw_head_development(smk.input.table, smk.output.png, smk.output.pdf, series=smk.wildcards.series)
 
 
-def _listed(value: Any) -> list[str]:
-    """A named input that may be one path or a list of them, as a list."""
-    if value is None:
-        return []
-    return [str(value)] if isinstance(value, str) else [str(path) for path in value]
-
 
 @entry_point("atlas")
 def atlas(smk: Any) -> None:
+    from ..models.checkpoints import read_manifest
     from ..models.families import family_of
-    from ..report.atlas import ATLAS_INPUTS, atlas_table, checkpoint_weights, count_parameters
+    from ..models.folder_check import parameter_count
+    from ..report.atlas import ATLAS_INPUTS, atlas_table
 
     p = smk.params
-    patterns = [(*part, path) for part, path in zip(p.patterns, _listed(smk.input.get("patterns")), strict=True)]
+    patterns = [(*part, path) for part, path in zip(p.patterns, listed(smk.input.get("patterns")), strict=True)]
     # A random-init checkpoint has the model's architecture: its weights' shapes count the model's parameters.
-    parameters = {model: count_parameters(checkpoint_weights(manifest))
-                  for model, manifest in zip(p.random_models, _listed(smk.input.get("random_checkpoints")),
+    parameters = {model: parameter_count(read_manifest(manifest, verify=False)["load_from"])
+                  for model, manifest in zip(p.random_models, listed(smk.input.get("random_checkpoints")),
                                              strict=True)}
     atlas_table(smk.input.models, smk.output[0], family_of=lambda model_type: family_of(model_type).name,
                 tables={name: smk.input.get(name) for name in ATLAS_INPUTS}, patterns=patterns,

@@ -26,7 +26,7 @@ import pandas as pd
 from ..core.errors import AtlasError
 from ..core.io import read_csv
 from ..core.labels import CAUSAL_UNION, DEP_TO_HEAD
-from ..models.families import family_of
+from ..models.families import declared_causal
 
 DIGITS = 4
 PRETRAINED = "pretrained"
@@ -62,11 +62,7 @@ def model_shape(models_table: str | Path, model: str) -> ModelShape:
 
 def is_decoder(models_table: str | Path, model: str) -> bool:
     """Whether ``model``'s family is causal, by the ``model_type`` of its row of tables/models.csv (False without)."""
-    rows = read_csv(models_table)
-    if "model_type" not in rows.columns:
-        return False
-    types = rows.loc[rows["name"].astype(str) == model, "model_type"]
-    return not types.empty and isinstance(types.iloc[0], str) and family_of(types.iloc[0]).causal
+    return bool(declared_causal(read_csv(models_table), model))
 
 
 def per_head(rows: pd.DataFrame, column: str, shape: ModelShape) -> list[float | None]:

@@ -8,6 +8,7 @@ reading them costs no torch import and no stage depends on how a run trains.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -30,6 +31,16 @@ def run_setting_schemas() -> dict[str, dict[str, Any]]:
     return {key: entry for key, entry in section_properties("finetune").items() if key not in NOT_RUN_SETTINGS}
 
 
+@functools.cache
+def _validator(key: str) -> Any:
+    """A run setting's validator, made once (checking a schema against its meta-schema, as jsonschema.validate does
+    at every call, cost 4 ms a settings object: hundreds while a study's DAG is built)."""
+    import jsonschema
+
+    entry = run_setting_schemas()[key]
+    return jsonschema.validators.validator_for(entry)(entry)
+
+
 class RunSettings(Mapping[str, Any]):
     """One fine-tuning run's settings, typed: each run setting of the schema's 'finetune' section once, its value
     checked against the key's schema entry, read as ``settings.precision`` or ``settings["precision"]``.
@@ -50,13 +61,9 @@ class RunSettings(Mapping[str, Any]):
                 [f"{', '.join(unknown)}: not a run setting of the config schema's 'finetune' section (its run "
                  f"settings: {', '.join(schemas)})"] * bool(unknown)
                 + [f"{', '.join(missing)}: missing (a run is given every run setting of 'finetune')"] * bool(missing)))
-        import jsonschema
-
         for key, value in values.items():
-            try:
-                jsonschema.validate(value, schemas[key])
-            except jsonschema.ValidationError as exc:
-                raise ValueError(f"fine-tuning setting {key}: {exc.message}") from None
+            if error := next(_validator(key).iter_errors(value), None):
+                raise ValueError(f"fine-tuning setting {key}: {error.message}")
         object.__setattr__(self, "_values", {key: values[key] for key in sorted(values)})
 
     def __getitem__(self, key: str) -> Any:

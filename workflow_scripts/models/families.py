@@ -189,6 +189,15 @@ def family_of(model_type: str | None) -> Family:
     return next((family for family in FAMILIES if model_type in family.model_types), GENERIC)
 
 
+def declared_causal(models: Any, model: str) -> bool | None:
+    """Whether ``model``'s family is causal, by the ``model_type`` of its row of the models table (tables/models.csv
+    as a DataFrame); None where the table has no model_type for it."""
+    if models is None or not {"name", "model_type"} <= set(models.columns):
+        return None
+    types = models.loc[models["name"].astype(str) == model, "model_type"]
+    return family_of(types.iloc[0]).causal if not types.empty and isinstance(types.iloc[0], str) else None
+
+
 def attention_of_layers(model: Any, purpose: str, remedy: str) -> list[AttentionLayer]:
     """Every layer's attention module and output projection of a loaded model, in layer order.
 

@@ -21,6 +21,7 @@ refused there). The model card records what was checked (``folder_check``).
 from __future__ import annotations
 
 import json
+import math
 import struct
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,7 @@ def check_model_folder(directory: str | Path, *, read_bin: bool = False) -> Fold
         if vocab and any(isinstance(i, int) and not isinstance(i, bool) and not 0 <= i < vocab for i in ids):
             result.problems.append(f"config.json's {key} {value} is outside its vocabulary (vocab_size {vocab})")
     try:
-        shapes = _safetensors_shapes(directory)
+        shapes = safetensors_shapes(directory)
         if shapes is None and read_bin:
             shapes = _bin_shapes(directory)
     except Exception as error:  # noqa: BLE001 - a damaged or foreign file, whatever its reader raises
@@ -144,7 +145,7 @@ def _added_tokens(directory: Path) -> int:
         return 0
 
 
-def _safetensors_shapes(directory: Path) -> dict[str, list[int]] | None:
+def safetensors_shapes(directory: Path) -> dict[str, list[int]] | None:
     """Every tensor's name and shape from the safetensors headers (8 bytes of length, then JSON), None if none."""
     shapes: dict[str, list[int]] = {}
     files = sorted(directory.glob("*.safetensors"))
@@ -154,6 +155,13 @@ def _safetensors_shapes(directory: Path) -> dict[str, list[int]] | None:
             header: dict[str, Any] = json.loads(stream.read(size))
         shapes.update({name: value["shape"] for name, value in header.items() if name != "__metadata__"})
     return shapes if files else None
+
+
+def parameter_count(directory: str | Path) -> int | None:
+    """The number of weights in a folder's safetensors files, from their headers (no tensor is read); None without
+    such a file."""
+    shapes = safetensors_shapes(Path(directory))
+    return None if shapes is None else sum(math.prod(shape) for shape in shapes.values())
 
 
 def _bin_shapes(directory: Path) -> dict[str, list[int]] | None:

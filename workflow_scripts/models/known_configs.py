@@ -106,6 +106,23 @@ def known_config(hub: str | None) -> Any | None:
     return AutoConfig.for_model(keys.pop("model_type"), **keys)
 
 
+def config_here(name: str, entry: dict[str, Any]) -> tuple[Any, str] | None:
+    """A study model's transformers config without network, and where it comes from: its local config.json (folder,
+    package, hub cache), else the record above; None where neither is here."""
+    from transformers import AutoConfig
+
+    from .cards import model_location
+
+    options = {"revision": entry["revision"]} if entry.get("revision") else {}
+    try:
+        return (AutoConfig.from_pretrained(model_location(name, entry), local_files_only=True, **options),
+                "its config.json" + (" in the hub cache" if entry.get("hub") else ""))
+    except (OSError, ValueError):
+        pass
+    known = known_config(entry.get("hub"))  # a revision has the model's architecture
+    return None if known is None else (known, "the hub's config.json as models/known_configs.py records it")
+
+
 def layers_and_heads(hub: str | None) -> tuple[int, int] | None:
     keys = KNOWN_CONFIGS.get(hub or "")
     if keys is None:

@@ -23,10 +23,7 @@ tables/signal_comparison.csv sets the signals side by side.
 
 from __future__ import annotations
 
-import json
-import struct
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from math import prod
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -217,27 +214,6 @@ def role_position(role: str) -> int:
         name = role.split(":", 1)[1]
         return 100 * len(ROLE_ORDER) + (classes.index(name) if name in classes else len(classes))
     return 100 * (len(ROLE_ORDER) + 1)
-
-
-def count_parameters(files: Iterable[str | Path]) -> int | None:
-    """The number of weights in safetensors files, from their headers' shapes (no tensor is read); None without
-    a file."""
-    total, seen = 0, False
-    for path in files:
-        with open(path, "rb") as handle:
-            (length,) = struct.unpack("<Q", handle.read(8))
-            header = json.loads(handle.read(length))
-        total += sum(prod(entry["shape"]) for name, entry in header.items() if name != "__metadata__")
-        seen = True
-    return total if seen else None
-
-
-def checkpoint_weights(manifest: str | Path) -> list[Path]:
-    """The safetensors files of a checkpoint the workflow wrote (its manifest's ``load_from`` folder)."""
-    manifest = Path(manifest)
-    record = json.loads(manifest.read_text(encoding="utf-8"))
-    folder = manifest.parent / str(record.get("load_from") or "weights")
-    return sorted(folder.glob("*.safetensors")) if folder.is_dir() else []
 
 
 def _stack(frames: list[pd.DataFrame], like: pd.DataFrame | None = None) -> pd.DataFrame:

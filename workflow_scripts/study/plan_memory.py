@@ -136,18 +136,11 @@ def gpu_estimates(config: dict[str, Any], model: str, shape: Shape, tasks: list[
 
 
 def model_config(name: str, entry: dict[str, Any]) -> Any | None:
-    """A model's transformers config without network: its local config.json (folder, package, hub cache), else the
-    recorded shape of a known hub model (models/known_configs.py); None where neither is here."""
-    from transformers import AutoConfig
+    """A model's transformers config without network (models/known_configs.config_here); None where none is here."""
+    from ..models.known_configs import config_here
 
-    from ..models.cards import model_location
-    from ..models.known_configs import known_config
-
-    options = {"revision": entry["revision"]} if entry.get("revision") else {}
-    try:
-        return AutoConfig.from_pretrained(model_location(name, entry), local_files_only=True, **options)
-    except (OSError, ValueError):
-        return known_config(entry.get("hub"))
+    found = config_here(name, entry)
+    return None if found is None else found[0]
 
 
 def study_estimates(config: dict[str, Any]) -> tuple[dict[str, tuple[Shape, list[Estimate]]], list[str]]:

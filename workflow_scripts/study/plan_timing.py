@@ -38,7 +38,7 @@ from ..attention.shard_writer import DIGEST as SHARD_DIGEST
 from ..core.file_records import file_digest
 from ..models.cards import model_location
 from ..models.families import from_config, load_pretrained
-from ..models.known_configs import known_config
+from ..models.known_configs import config_here
 from .model import Study
 
 # On a CPU the time per example hardly depends on the batch (bert-base, 128 tokens, one thread: 0.27-0.33
@@ -242,13 +242,8 @@ def model_config(study: Study, model: str, *, network: bool) -> tuple[Any, str]:
     entry = study.config["models"][model]
     hub, revision = entry.get("hub"), entry.get("revision")
     options = {"revision": revision} if revision else {}
-    try:
-        return AutoConfig.from_pretrained(model_location(model, entry), local_files_only=True, **options), \
-            "its config.json" + (" in the hub cache" if hub else "")
-    except (OSError, ValueError):
-        pass
-    if (known := known_config(hub)) is not None:  # a revision has the model's architecture
-        return known, "the hub's config.json as models/known_configs.py records it"
+    if (found := config_here(model, entry)) is not None:
+        return found
     if not hub:
         raise NotTimed(f"no config.json in {model_location(model, entry)}")
     if not network or study.offline or os.environ.get("HF_HUB_OFFLINE"):

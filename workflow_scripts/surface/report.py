@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.subjects import base_model
-from ..models.families import family_of
+from ..models.families import declared_causal
 from ..models.report import compared_checkpoints, main_checkpoint
 from ..report.drawing import not_in_study
 from ..report.formatting import (
@@ -104,11 +104,9 @@ def compare_surface(item: PaperItem, model: str, tables: StudyTables, ctx: Study
 def decoder_like(model: str, tables: StudyTables, rows: pd.DataFrame) -> bool:
     """Whether panel A shows the first token rather than [CLS]/[SEP]: the model's family is causal (models.csv's
     ``model_type``), or, without a card that says, no head of the rows attends to a special token at all."""
-    cards = tables.get("models")
-    if cards is not None and {"name", "model_type"} <= set(cards.columns):
-        card = cards[cards["name"].astype(str) == base_model(model)]
-        if not card.empty and isinstance(card["model_type"].iloc[0], str):
-            return family_of(card["model_type"].iloc[0]).causal
+    causal = declared_causal(tables.get("models"), base_model(model))
+    if causal is not None:
+        return causal
     return not (rows[["cls", "sep"]].fillna(0).to_numpy() > 0).any()
 
 
