@@ -55,6 +55,10 @@ def test_many_pages_are_named_by_their_folder_and_no_pages_by_nothing(tmp_path):
     first = closing_message(tmp_path, ["snakemake"]).splitlines()[0]
     assert first == f"Head explorer: {MAX_PAGES_LISTED + 1} pages in {tmp_path / 'explorer'}/ (open one in a browser)"
     assert closing_message(tmp_path / "none", ["snakemake"]).splitlines()[0].startswith("Report")
+    (tmp_path / "explorer" / "_index.html").write_text("")  # the index: named, not counted as a model's page
+    first = closing_message(tmp_path, ["snakemake"]).splitlines()[0]
+    assert first == (f"Head explorer: {MAX_PAGES_LISTED + 1} pages in {tmp_path / 'explorer'}/ (open one in a browser;"
+                     f" {tmp_path / 'explorer' / '_index.html'} lists them all)")
 
 
 def test_only_a_run_of_the_whole_study_gets_the_message(tmp_path):

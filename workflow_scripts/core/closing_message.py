@@ -48,8 +48,13 @@ def report_command(argv: Sequence[str]) -> str:
     return shlex.join(words)
 
 
+# The explorer's index page (explorer/index.py): every model's page, linked.
+EXPLORER_INDEX = "_index.html"
+
+
 def explorer_pages(results: str | os.PathLike[str]) -> list[str]:
-    return sorted(str(p) for p in Path(results, "explorer").glob("*.html"))
+    """The models' explorer pages (not the index)."""
+    return sorted(str(p) for p in Path(results, "explorer").glob("*.html") if p.name != EXPLORER_INDEX)
 
 
 def built_the_study(workflow: Any) -> bool:
@@ -60,9 +65,11 @@ def built_the_study(workflow: Any) -> bool:
 
 def closing_message(results: str | os.PathLike[str], argv: Sequence[str]) -> str:
     pages = explorer_pages(results)
+    index = Path(results, "explorer", EXPLORER_INDEX)
     lines = []
     if len(pages) > MAX_PAGES_LISTED:
-        lines.append(f"Head explorer: {len(pages)} pages in {Path(results, 'explorer')}/ (open one in a browser)")
+        lines.append(f"Head explorer: {len(pages)} pages in {Path(results, 'explorer')}/ (open one in a browser"
+                     + (f"; {index} lists them all)" if index.exists() else ")"))
     elif pages:
         lines.append("Head explorer (open a page in a browser):")
         lines += [f"  {page}" for page in pages]
