@@ -18,29 +18,38 @@ report: "report/report_workflow.rst"
 
 
 include: "rules/common.smk"
-include: "rules/data.smk"
-include: "rules/models.smk"
-include: "rules/finetune.smk"
-include: "rules/attention.smk"
-include: "rules/surface.smk"
-include: "rules/syntax.smk"
-include: "rules/finetune_effects.smk"
-include: "rules/ablation.smk"
-include: "rules/report.smk"
-include: "rules/explorer.smk"
+
+
+# One rule file per stage, in the order of STAGES (workflow_scripts/core/stages.py): the stage list is spelled there
+# only, and a new stage's rules/<stage>.smk is included with no line here.
+from workflow_scripts.core.stages import STAGES
+
+for _stage in STAGES:
+
+    include: f"rules/{_stage}.smk"
 
 
 # Each rule's job depends on the code it runs: a digest of its entry point and of the modules that reaches, comments
-# and docstrings left out, as one more param (workflow_scripts/study/code_digest.py; docs/contributing.md). Every
+# and docstrings left out, as one more param (workflow_scripts/runtime/code_digest.py; docs/contributing.md). Every
 # rule runs the same script, so Snakemake's own code trigger never sees a stage's code.
-from workflow_scripts.study.code_digest import rule_digests
+from workflow_scripts.runtime.code_digest import rule_digests
 
 for _name, _digest in rule_digests([r.name for r in workflow.rules]).items():
     workflow.get_rule(_name).set_params(code_digest=_digest)
 
 
+# The long pole first: every job's priority is that of the fine-tuning run it waits for or leads to, the costliest
+# run (examples x epochs x tokens, known before any job runs) the highest (workflow_scripts/study/priorities.py).
+# Priorities order jobs only; no result depends on them.
+from workflow_scripts.study.priorities import JobPriorities
+
+_priorities = JobPriorities(STUDY)
+for _rule in workflow.rules:
+    _rule.priority = _priorities.for_rule(_rule.name)
+
+
 # One run at a time per results folder, from whichever clone or working directory
-# (workflow_scripts/core/results_lock.py; it stands in for Snakemake's own lock, which the profiles
+# (workflow_scripts/runtime/results_lock.py; it stands in for Snakemake's own lock, which the profiles
 # turn off so that a killed run needs no --unlock). onstart runs only in the main process of a real
 # run, after the DAG is built and before any job: not in dry runs, --unlock or job processes. It
 # also removes what killed jobs of earlier runs left in the results folder.
@@ -51,12 +60,13 @@ from snakemake.logging import logger
 
 from snakemake.settings.types import DeploymentMethod
 
-from workflow_scripts.core import failures, results_lock, warm_start
-from workflow_scripts.core.closing_message import on_success
+from workflow_scripts.runtime import failures, results_lock, warm_start
+from workflow_scripts.runtime.closing_message import on_success
+from workflow_scripts.finetune.tables import at_chance_warnings
 from workflow_scripts.core.errors import AtlasError
 
 # The jobs of a local run start warm: forked from a process that has imported torch, transformers and the workflow
-# once (workflow_scripts/core/warm_start.py); a cluster's jobs run on other nodes, a conda env's in its own Python.
+# once (workflow_scripts/runtime/warm_start.py); a cluster's jobs run on other nodes, a conda env's in its own Python.
 WARM_SERVER = []
 
 
@@ -70,16 +80,18 @@ onstart:
 
 
 # A successful run of the whole study ends with where its explorer pages are and the command that
-# builds the report (workflow_scripts/core/closing_message.py).
+# builds the report (workflow_scripts/runtime/closing_message.py).
 onsuccess:
     warm_start.stop(*WARM_SERVER)
     results_lock.release(STUDY.results)
-    if message := on_success(workflow, STUDY.results, sys.argv):
+    # Fine-tuning runs at chance are said first: the effects measured on them are noise (finetune/tables.py).
+    warnings = at_chance_warnings(STUDY.paths.table("finetune_metrics"))
+    if message := on_success(workflow, STUDY.results, sys.argv, warnings):
         logger.info(message)
 
 
 # A failed run ends with one block per failed job: its message and fix as the job recorded them,
-# and its log (workflow_scripts/core/failures.py); tracebacks stay in the logs.
+# and its log (workflow_scripts/runtime/failures.py); tracebacks stay in the logs.
 onerror:
     warm_start.stop(*WARM_SERVER)
     results_lock.release(STUDY.results)
@@ -89,9 +101,9 @@ onerror:
 
 # Damage that earlier runs left or jobs refused (a truncated, swapped or deleted shard, an edited manifest
 # or checkpoint record, replaced weights) is withdrawn and rebuilt by this run, with what depends on it: what
-# rebuilds it is an input of rule all (workflow_scripts/study/integrity.py). Main process only, dry runs too;
+# rebuilds it is an input of rule all (workflow_scripts/runtime/integrity.py). Main process only, dry runs too;
 # only what a rule of this study makes.
-from workflow_scripts.study.integrity import damage_lines, find_damage, withdraw
+from workflow_scripts.runtime.integrity import damage_lines, find_damage, withdraw
 
 REPAIRS = []
 if workflow.exec_mode == ExecMode.DEFAULT:

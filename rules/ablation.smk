@@ -17,7 +17,6 @@ rule head_disabling:
         STUDY.paths.log("ablation", "{model}_{task}.seed{seed}_disabling"),
     wildcard_constraints:
         seed=r"\d+",
-    priority: 1  # on the fine-tuning's long pole (rules/finetune.smk)
     conda:
         "../envs/models.yaml"
     threads: ABLATION["threads"]

@@ -23,14 +23,14 @@ if workflow.exec_mode == ExecMode.DEFAULT and workflow.overwrite_workdir is None
         "directory with --directory DIR"
     )
 
-from workflow_scripts.core import console
+from workflow_scripts.runtime import console
 from workflow_scripts.core.errors import ConfigError
 from workflow_scripts.study.config import check_schema, check_semantics, coerce_config, load_schema
 from workflow_scripts.study.build import build_study
-from workflow_scripts.study.config_sources import check_profile_configfiles, files_read, sources_line
+from workflow_scripts.runtime.config_sources import check_profile_configfiles, files_read, sources_line
 from workflow_scripts.study.revisions import expand_revisions
 
-# The console of a run in one screen (workflow_scripts/core/console.py): a long job table as jobs per stage,
+# The console of a run in one screen (workflow_scripts/runtime/console.py): a long job table as jobs per stage,
 # and no CalledProcessError for a failed job of the project's script (onerror's block tells its failure).
 # Main process only: a cluster job's own Snakemake keeps its output whole in the job's log.
 if workflow.exec_mode == ExecMode.DEFAULT:
@@ -39,7 +39,7 @@ if workflow.exec_mode == ExecMode.DEFAULT:
 CONFIG_SCHEMA = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
 
 # Which config files this run reads, in order, on its first line (and in the report); a --configfile that would
-# silently replace a profile's study config is refused (workflow_scripts/study/config_sources.py).
+# silently replace a profile's study config is refused (workflow_scripts/runtime/config_sources.py).
 CONFIG_FILES = files_read(Path(workflow.basedir) / "config.yaml", workflow.overwrite_configfiles)
 if workflow.exec_mode == ExecMode.DEFAULT:
     try:

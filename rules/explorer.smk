@@ -36,11 +36,13 @@ rule head_explorer:
         "scripts/entry.py"
 
 
-# The index: every model of the study, linked to its page (workflow_scripts/explorer/index.py). It reads the
-# models table only: the pages are linked by name, so a page made again does not make the index again.
+# The index, the study's atlas page: every model's heads in each role of tables/atlas.csv by relative depth, the role
+# agreement of related models where the study has it, and every model linked to its page
+# (workflow_scripts/explorer/index.py). The pages are linked by name, so a page made again does not make the index
+# again.
 rule explorer_index:
     input:
-        models=STUDY.paths.table("models"),
+        unpack(STUDY.inputs.explorer.index),
     output:
         report(
             STUDY.paths.page("explorer", "_index"),
@@ -53,10 +55,11 @@ rule explorer_index:
         "../envs/surface.yaml"
     threads: 1
     resources:
-        mem_mb=500,
+        mem_mb=1500,
         runtime=5,
     params:
         models=STUDY.models,
         pages=[STUDY.paths.page("explorer", model) for model in STUDY.models],
+        treebank=STUDY.syntax_treebank,
     script:
         "scripts/entry.py"

@@ -31,9 +31,6 @@ for _task in STUDY.finetune_tasks:
             STUDY.paths.log("finetune", f"{{model}}/{_task}.seed{{seed}}"),
         wildcard_constraints:
             seed=r"\d+",
-        # The longest pole of a small study (fine-tuning, then each head disabled in the checkpoint, then its dumps):
-        # started as soon as its inputs are there, while the analyses of the pretrained model fill the other cores.
-        priority: 1
         conda:
             "../envs/finetune.yaml"
         threads: FINETUNE["threads"]

@@ -13,6 +13,8 @@ from workflow_scripts.core.stages import STAGES
 REPORT_CATEGORY = "Summary"
 # Inputs (not params): editing the published numbers reruns the comparison and the summary pages.
 PAPER_VALUES = [str(path) for path in paper_value_files(STAGES, workflow.basedir)]
+# Published role agreements (Wu et al. 2025), drawn beside the study's: the figure's reference, no paper comparison.
+ROLE_AGREEMENT_REFERENCE = f"{workflow.basedir}/report/paper_values/role_agreement.csv"
 
 
 rule paper_comparison:
@@ -145,6 +147,7 @@ rule head_development:
 
 rule head_development_figure:
     input:
+        **STUDY.development_figure_inputs,
         table=STUDY.paths.table("head_development"),
     output:
         png=report(
@@ -208,6 +211,58 @@ rule atlas_figure:
         pdf=STUDY.paths.figure("report", "atlas", "pdf"),
     log:
         STUDY.paths.log("report", "atlas_figure"),
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    script:
+        "scripts/entry.py"
+
+
+# Role agreement: for every pair of related subjects (pretrained vs fine-tuned, seeds of one task, revisions, attention
+# vs signals) and every role of the atlas, Spearman's rho of the heads' scores with a bootstrap interval over heads,
+# the overlap of the top heads and the share of role heads kept (workflow_scripts/report/role_agreement.py).
+rule role_agreement:
+    input:
+        atlas=STUDY.paths.table("atlas"),
+    output:
+        report(
+            STUDY.paths.table("role_agreement"),
+            caption="../report/report_role_agreement.rst",
+            category=REPORT_CATEGORY,
+        ),
+    log:
+        STUDY.paths.log("report", "role_agreement"),
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        pairs=STUDY.role_agreement_pairs,
+        thresholds={"sink": STUDY.config["surface"]["diagnostics"]["sink_threshold"]},
+        resamples=STUDY.config["surface"]["bootstrap_resamples"],
+        bootstrap_seed=STUDY.config["surface"]["bootstrap_seed"],
+    script:
+        "scripts/entry.py"
+
+
+rule role_agreement_figure:
+    input:
+        table=STUDY.paths.table("role_agreement"),
+        reference=ROLE_AGREEMENT_REFERENCE,
+    output:
+        png=report(
+            STUDY.paths.figure("report", "role_agreement", "png"),
+            caption="../report/report_role_agreement_figure.rst",
+            category=REPORT_CATEGORY,
+        ),
+        pdf=STUDY.paths.figure("report", "role_agreement", "pdf"),
+    log:
+        STUDY.paths.log("report", "role_agreement_figure"),
     conda:
         "../envs/surface.yaml"
     threads: 1

@@ -296,6 +296,59 @@ rule head_diagnostics_table:
         "scripts/entry.py"
 
 
+# The in-context learning score (Olsson et al. 2022) of each revision of a model studied at several revisions: its
+# causal LM's loss late in the surface corpus's text minus early (workflow_scripts/surface/icl_score.py), drawn beside
+# the induction heads in the head-development figure (rules/report.smk).
+rule icl_score_part:
+    input:
+        checkpoint=lambda wc: STUDY.inputs.surface.dump(wc)["checkpoint"],
+        tokens=lambda wc: STUDY.inputs.surface.dump(wc)["tokens"],
+    output:
+        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "icl_score.csv"),
+    log:
+        STUDY.paths.log("surface", "{model}_{checkpoint}_icl_score"),
+    conda:
+        "../envs/surface.yaml"
+    threads: SURFACE["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        point=STUDY.inputs.surface.icl_point,
+        max_length=STUDY.inputs.surface.max_length,
+        contexts=SURFACE["diagnostics"]["sequences"],
+        batch_size=SURFACE["diagnostics"]["batch_size"],
+        prepend_bos=SURFACE["diagnostics"]["prepend_bos"],
+        dtype=lambda wc: STUDY.model_dtype(wc.model),
+        resamples=SURFACE["bootstrap_resamples"],
+        bootstrap_seed=SURFACE["bootstrap_seed"],
+        offline=STUDY.offline,
+    script:
+        "scripts/entry.py"
+
+
+rule icl_score_table:
+    input:
+        [STUDY.paths.analysis("surface", m, "pretrained", "icl_score.csv") for m in STUDY.icl_points],
+    output:
+        report(
+            STUDY.paths.table("icl_score"),
+            caption="../report/surface_icl_score.rst",
+            category="What does BERT look at?",
+            subcategory="Head diagnostics",
+        ),
+    log:
+        STUDY.paths.log("surface", "icl_score_table"),
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    script:
+        "scripts/entry.py"
+
+
 rule attention_distance_table:
     input:
         [STUDY.paths.analysis("surface", m, c, "attention_distance.csv") for m, c in STUDY.surface_pairs],

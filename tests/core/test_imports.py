@@ -127,7 +127,7 @@ def _package(module: str) -> str:
 
 def layer_violations(graph: dict[str, set[str]]) -> list[str]:
     """"a -> b (why)" for every import that runs the wrong way: out of a package's list (MAY_IMPORT), from one
-    analysis stage to another, or into study/ from anywhere but the entry points."""
+    analysis stage to another, or into study/ or runtime/ from anywhere but the entry points."""
     wrong = []
     for module, targets in sorted(graph.items()):
         package = _package(module)
@@ -141,6 +141,8 @@ def layer_violations(graph: dict[str, set[str]]) -> list[str]:
                 wrong.append(f"{module} -> {target} (an analysis stage imports another)")
             if other == "study" and package != "entrypoints":
                 wrong.append(f"{module} -> {target} (only the entry points import study/)")
+            if other == "runtime" and package != "entrypoints":
+                wrong.append(f"{module} -> {target} (only the entry points import runtime/, the run's machinery)")
     return wrong
 
 
@@ -152,10 +154,12 @@ def test_imports_run_from_higher_layers_to_lower_ones_only():
 def test_the_layer_check_finds_each_kind_of_wrong_import():
     graph = {"pkg.core.io": {"pkg.data.ud"}, "pkg.report.summary": {"pkg.study.stages", "pkg.core.io"},
              "pkg.ablation.found": {"pkg.syntax.dependency", "pkg.probing.model"},
-             "pkg.probing.model": {"pkg.attention.reader"}, "pkg.entrypoints.syntax": {"pkg.study.plan"}}
+             "pkg.probing.model": {"pkg.attention.reader"}, "pkg.entrypoints.syntax": {"pkg.study.plan"},
+             "pkg.finetune.tables": {"pkg.runtime.failures"}, "pkg.entrypoints.finetune": {"pkg.runtime.failures"}}
     assert layer_violations(graph) == [
         "pkg.ablation.found -> pkg.syntax.dependency (an analysis stage imports another)",
         "pkg.core.io -> pkg.data.ud (core/ imports only [])",
+        "pkg.finetune.tables -> pkg.runtime.failures (only the entry points import runtime/, the run's machinery)",
         "pkg.report.summary -> pkg.study.stages (report/ imports only ['core'])",
         "pkg.report.summary -> pkg.study.stages (only the entry points import study/)",
     ]

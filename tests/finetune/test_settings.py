@@ -70,3 +70,9 @@ def test_settings_survive_pickle_and_copy():
     settings = task_settings(defaults(), "sst2", 128)
     assert pickle.loads(pickle.dumps(settings)) == settings == copy.deepcopy(settings) == copy.copy(settings)
     assert pickle.loads(pickle.dumps(settings)).precision == "fp32"
+
+
+def test_lora_trains_at_its_own_learning_rate_full_fine_tuning_at_learning_rate():
+    settings = task_settings(dict(defaults(), learning_rate=2.0e-5, lora_learning_rate=3.0e-4, per_task={}), "sst2")
+    assert settings.peak_learning_rate == 2.0e-5
+    assert settings.replace(method="lora").peak_learning_rate == 3.0e-4

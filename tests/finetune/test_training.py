@@ -25,7 +25,7 @@ SETTINGS = {"epochs": 8, "batch_size": 4, "learning_rate": 2e-3, "warmup_ratio":
             "max_grad_norm": 1.0, "max_length": 24, "max_train_examples": None, "max_dev_examples": None,
             "save_steps": [3], "eval_at_checkpoints": True, "device": "cpu",
             "group_by_length": False, "precision": "fp32", "method": "full", "lora_rank": 8, "lora_alpha": 16,
-            "lora_dropout": 0.1}
+            "lora_dropout": 0.1, "lora_learning_rate": 2e-4}
 
 
 @pytest.fixture(scope="module")
@@ -279,7 +279,7 @@ def test_lora_trains_low_rank_updates_and_saves_the_merged_model(pretrained, sst
     from workflow_scripts.models.checkpoints import read_manifest as read
 
     record = run(pretrained, sst2, tmp_path, method="lora", lora_rank=2, lora_alpha=4, lora_dropout=0.0,
-                 learning_rate=1e-2)
+                 lora_learning_rate=1e-2)
     assert record["trained_parameters"] < record["parameters"] / 3
     assert record["epoch_loss"][-1] < record["epoch_loss"][0]
     out, _ = first_run

@@ -85,3 +85,44 @@ def test_the_figure_is_drawn_against_the_step_or_the_revisions_order(tmp_path, s
                      series=series, treebank="ewt", select_split="train", score_split="dev")
     draw_head_development(tmp_path / "t.csv", tmp_path / "f.png", tmp_path / "f.pdf", series="tiny")
     assert (tmp_path / "f.png").stat().st_size > 10_000 and (tmp_path / "f.pdf").stat().st_size > 1_000
+
+
+def icl_table(folder, steps=(0, 100)):
+    """The ICL score of both revisions: about 0 at step 0, -0.4 nats at step 100 (the phase change)."""
+    path = folder / "icl_score.csv"
+    pd.DataFrame([{"model": model, "checkpoint": "pretrained", "series": "tiny", "revision": revision, "step": step,
+                   "early_position": 2, "late_position": 16, "icl_score": score, "icl_low": score - 0.05,
+                   "icl_high": score + 0.05}
+                  for (model, revision, _), step, score in zip(SERIES["tiny"], steps, (0.01, -0.4), strict=True)]
+                 ).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("steps", [(0, 100), (None, None)])
+def test_the_icl_score_is_drawn_beside_the_induction_score(tmp_path, steps):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from workflow_scripts.report.development import _draw_icl
+
+    paths = write_tables(tmp_path)
+    series = {"tiny": [[model, revision, step] for (model, revision, _), step in zip(SERIES["tiny"], steps,
+                                                                                       strict=True)]}
+    frame = head_development(paths["sink_rates"], paths["head_diagnostics"], paths["dependency_heads"],
+                             tmp_path / "t.csv", series=series, treebank="ewt", select_split="train",
+                             score_split="dev")
+    icl = icl_table(tmp_path, steps)
+    figure, ax = plt.subplots()
+    x_column = "step" if steps[0] is not None else "order"
+    _draw_icl(ax, pd.read_csv(icl), frame, "tiny", x_column)
+    right = figure.axes[-1]
+    assert right is not ax and "token 16 minus token 2" in right.get_ylabel()
+    line = right.get_lines()[0]
+    assert line.get_xdata().tolist() == ([0.0, 100.0] if steps[0] is not None else [0.0, 1.0])
+    assert line.get_ydata().tolist() == pytest.approx([0.01, -0.4])
+    assert "ICL score" in ax.get_title()
+    plt.close(figure)
+    draw_head_development(tmp_path / "t.csv", tmp_path / "f.png", tmp_path / "f.pdf", series="tiny", icl_score=icl)
+    assert (tmp_path / "f.png").stat().st_size > 10_000

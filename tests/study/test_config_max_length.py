@@ -108,7 +108,8 @@ def test_finetune_job_checks_max_length_before_training(tmp_path, tiny_bert):
     settings = {"epochs": 1, "batch_size": 2, "learning_rate": 1e-3, "warmup_ratio": 0.0, "weight_decay": 0.0,
                 "max_grad_norm": 1.0, "max_length": 100, "max_train_examples": None, "max_dev_examples": None,
                 "save_steps": [], "eval_at_checkpoints": False, "device": "cpu", "group_by_length": False,
-                "precision": "fp32", "method": "full", "lora_rank": 8, "lora_alpha": 16, "lora_dropout": 0.1}
+                "precision": "fp32", "method": "full", "lora_rank": 8, "lora_alpha": 16, "lora_dropout": 0.1,
+                "lora_learning_rate": 3.0e-4}
     from workflow_scripts.finetune.task_data import FinetuneError
 
     with pytest.raises(FinetuneError) as info:

@@ -4,6 +4,7 @@ from the results' tables, caps, forward passes; on the tiny study, with values k
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,8 +16,11 @@ from workflow_scripts.core.io import write_table
 from workflow_scripts.core.stages import STAGES
 from workflow_scripts.study.build import build_study
 from workflow_scripts.study.config import resolve_config
-from workflow_scripts.study.plan import PASS_COUNTS, format_plan, forward_passes, make_plan, rule_stages, stage_of
+from workflow_scripts.study.plan import make_plan
+from workflow_scripts.study.plan_counts import PASS_COUNTS, forward_passes
+from workflow_scripts.study.plan_dry_run import rule_stages, stage_of
 from workflow_scripts.study.plan_sizes import BYTES_PER_VALUE, model_shape, size_dump, split_size
+from workflow_scripts.study.plan_text import format_plan
 from workflow_scripts.study.plan_timing import Rates, duration
 
 
@@ -88,7 +92,7 @@ def test_caps_apply_to_dumps_and_fine_tuning(tiny):
     # One run (seed 42): min(18, 5) examples x 2 epochs; dev (6) scored at step 1 and at the end.
     assert (passes["extraction"], passes["finetune_train"], passes["finetune_dev"]) == (8, 10, 12)
     assert passes["gradient"] == 0  # the tiny model has no masked-LM head, the random control never has one
-    shapes["tiny"].mlm_head = True
+    shapes["tiny"] = replace(shapes["tiny"], architectures=("BertForMaskedLM",))
     assert forward_passes(study, [dev, wiki], shapes)["gradient"] == 4  # the 4 wiki segments, pretrained only
     # Head disabling of the CoLA run: its 6 dev examples (ablation.max_examples 8 in the tiny study) scored
     # once plainly and once per head (2 x 2) in mode zero.

@@ -11,6 +11,7 @@ from support.study_configs import study_of
 from workflow_scripts.core.errors import ConfigError
 from workflow_scripts.study.plan_memory import (
     FULL_FINETUNE_BYTES,
+    classifier_parameters,
     extraction_estimate,
     finetune_estimate,
     shape_of,
@@ -50,7 +51,8 @@ def test_lora_trains_the_parameters_the_estimate_counts():
     lora = sum(p.numel() for n, p in wrapped.named_parameters() if p.requires_grad and "lora_" in n)
     assert lora == shape_of(TINY).lora_parameters_per_rank * 4 == 3 * 2 * 4 * (32 + 32)
     trained_head = sum(p.numel() for n, p in wrapped.named_parameters() if p.requires_grad and "lora_" not in n)
-    assert trained_head <= shape_of(TINY).classifier  # the classifier: an upper bound (BERT's pooler stays frozen)
+    # The classifier: an upper bound (BERT's pooler stays frozen).
+    assert trained_head <= classifier_parameters(shape_of(TINY))
 
 
 def test_extraction_counts_the_maps_the_model_returns():

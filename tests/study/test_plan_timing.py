@@ -14,7 +14,8 @@ import pytest
 from support.mirror import write_tiny_study
 from workflow_scripts.study.build import build_study
 from workflow_scripts.study.config import resolve_config
-from workflow_scripts.study.plan import _time_lines, main
+from workflow_scripts.study.plan import main
+from workflow_scripts.study.plan_text import time_lines
 from workflow_scripts.study.plan_timing import (
     NotTimed,
     Rates,
@@ -174,7 +175,7 @@ def test_the_printed_time_says_what_was_timed_and_what_was_not():
     # Its one dump: 1000 x 0.01 = 10 s of forward passes, against 3 GB x 2 s per GB = 6 s of storage.
     time = {"given": False, "rates": rates, "storage": storage,
             **estimate({"a": counts, "b": counts}, rates, [("a", 1000, 3e9)], storage)}
-    lines = _time_lines({"time": time})
+    lines = time_lines({"time": time})
     assert lines[0] == ("Estimated time on this machine: 1.8 min for a, one job at a time: examples above x seconds "
                         "per example of each model (plan_timing.py)")
     assert "  a: 0.01 s per example forward (with maps), 0.03 s per training example" in lines
@@ -190,9 +191,9 @@ def test_the_printed_time_says_what_was_timed_and_what_was_not():
            "x storage rate (6 s for 3.0 GB), as the writer thread overlaps the model" in lines
     assert "  Bound by fine-tuning: 1.5 min of 1.8 min (84%), the longest line above" in lines
     assert any(line.startswith("  Inputs timed at max_length") for line in lines)
-    assert _time_lines({"time": {**time, "rates": {"b": rates["b"]}}})[0].startswith("Estimated time: none")
+    assert time_lines({"time": {**time, "rates": {"b": rates["b"]}}})[0].startswith("Estimated time: none")
     unwritable = {"not_timed": "/r cannot be written here (Read-only)"}
-    lines = _time_lines({"time": {**time, "storage": unwritable,
+    lines = time_lines({"time": {**time, "storage": unwritable,
                                   **estimate({"a": counts}, rates, [("a", 1000, 3e9)], unwritable)}})
     assert "  storage: not timed, /r cannot be written here (Read-only); extraction counts its forward passes only" \
         in lines

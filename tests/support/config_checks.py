@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from snakemake.utils import validate
 
+from support.mirror import write_in_mirror
 from support.paths import SCHEMA_PATH
 from workflow_scripts.core.errors import ConfigError
 from workflow_scripts.study.config import check_schema, check_semantics
@@ -32,10 +33,8 @@ def semantic_error(config: dict) -> str:
 
 
 def tiny_mirror(root: Path, *, ewt: bool = True) -> Path:
-    (root / "glue" / "CoLA").mkdir(parents=True)
-    (root / "glue" / "CoLA" / "dev.tsv").write_text("gj04\t1\t\tOk.\n", encoding="utf-8")
+    """A mirror of CoLA's dev split and (``ewt``) EWT's, one line each, where the workflow looks for them."""
+    write_in_mirror(root, "cola", "dev", "gj04\t1\t\tOk.\n")
     if ewt:
-        (root / "ud" / "UD_English-EWT").mkdir(parents=True)
-        (root / "ud" / "UD_English-EWT" / "en_ewt-ud-dev.conllu").write_text(
-            "# text = Ok\n1\tOk\t_\t_\t_\t_\t0\troot\t_\t_\n", encoding="utf-8")
+        write_in_mirror(root, "ewt", "dev", "# text = Ok\n1\tOk\t_\t_\t_\t_\t0\troot\t_\t_\n")
     return root

@@ -6,6 +6,36 @@ from pathlib import Path
 
 import yaml
 
+from .paths import REPO
+
+# Which of a corpus's mirror candidates (data/registry.py, best first) the tiny mirror writes where the best is not
+# the one: WikiText-2's test file and GloVe's first 50,000 words, the small files an offline mirror may hold.
+SMALL_CANDIDATE = {"wiki": -1, "glove": -1}
+
+
+def mirror_files(corpus: str, split: str) -> list[str]:
+    """Where an offline mirror keeps a built-in corpus's split, relative to its root, as the workflow looks for it:
+    a GLUE task's, WiC's, the Wikipedia text's and GloVe's from ``data/registry.py``'s ``mirror_candidates``, a
+    treebank's from its entry in config.yaml (``TreebankEntry.mirror_candidates``)."""
+    from workflow_scripts.data.entries import treebank_entry
+    from workflow_scripts.data.registry import mirror_candidates
+
+    treebanks = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))["treebanks"]
+    if corpus in treebanks:
+        return treebank_entry(corpus, treebanks[corpus], treebank_splits=[split]).mirror_candidates(split)[0]
+    return mirror_candidates(corpus, split)[SMALL_CANDIDATE.get(corpus, 0)]
+
+
+def write_in_mirror(root: Path, corpus: str, split: str, *texts: str) -> Path:
+    """``texts`` written as the mirror files of ``corpus``/``split`` under ``root`` (one text per file, in the
+    order ``mirror_files`` gives them); returns the first file."""
+    paths = [root / name for name in mirror_files(corpus, split)]
+    assert len(paths) == len(texts), (corpus, split, paths)
+    for path, text in zip(paths, texts):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return paths[0]
+
 COLA = [("gj04", 1, "", "The cat sat on the mat."), ("gj04", 0, "*", "Cat the mat on sat the."),
         ("gj04", 1, "", "They walked quickly."), ("gj04", 0, "*", "Walked they quickly the."),
         ("gj04", 1, "", "She sees the big dog."), ("gj04", 0, "*", "Sees she dog big the the.")]
@@ -43,35 +73,25 @@ WIKI = "\n".join([
 
 
 def write_mirror(root: Path) -> Path:
-    cola = root / "glue" / "CoLA"
-    cola.mkdir(parents=True)
-    rows = ["\t".join(map(str, r)) for r in COLA]
-    (cola / "train.tsv").write_text("\n".join(rows * 3) + "\n")
-    (cola / "dev.tsv").write_text("\n".join(rows) + "\n")
+    rows = "\n".join("\t".join(map(str, r)) for r in COLA) + "\n"
+    write_in_mirror(root, "cola", "train", rows * 3)
+    write_in_mirror(root, "cola", "dev", rows)
     for split, n in (("train", 12), ("dev", 6), ("test", 4)):
-        folder = root / "wic" / split
-        folder.mkdir(parents=True)
         data = [f"dog\tN\t1-{i % 2}\tThe dog sat .\t{'dog ran' if i % 2 else 'A dog'} quickly ." for i in range(n)]
-        (folder / f"{split}.data.txt").write_text("\n".join(data) + "\n")
-        (folder / f"{split}.gold.txt").write_text("\n".join("T" if i % 2 else "F" for i in range(n)) + "\n")
-    for repo, prefix in (("UD_English-EWT", "en_ewt"), ("UD_English-GUM", "en_gum")):
-        folder = root / "ud" / repo
-        folder.mkdir(parents=True)
+        write_in_mirror(root, "wic", split, "\n".join(data) + "\n",
+                        "\n".join("T" if i % 2 else "F" for i in range(n)) + "\n")
+    for treebank in ("ewt", "gum"):
         for split in ("train", "dev", "test"):
-            (folder / f"{prefix}-ud-{split}.conllu").write_text("".join(CONLLU.format(n=i) for i in range(3)))
-    rte = root / "glue" / "RTE"  # in the mirror, but not in the study until a test adds it
-    rte.mkdir(parents=True)
+            write_in_mirror(root, treebank, split, "".join(CONLLU.format(n=i) for i in range(3)))
+    # RTE: in the mirror, but not in the study until a test adds it
     pairs = [f"{i}\tThe dog sat on the mat.\t{'A dog sat.' if i % 2 else 'The cat ran.'}\t"
              f"{'entailment' if i % 2 else 'not_entailment'}" for i in range(12)]
-    (rte / "train.tsv").write_text("index\tsentence1\tsentence2\tlabel\n" + "\n".join(pairs) + "\n")
-    (rte / "dev.tsv").write_text("index\tsentence1\tsentence2\tlabel\n" + "\n".join(pairs[:6]) + "\n")
-    (root / "wikitext-2-raw").mkdir()
-    (root / "wikitext-2-raw" / "wiki.test.raw").write_text(WIKI)
-    (root / "glove").mkdir()
+    write_in_mirror(root, "rte", "train", "index\tsentence1\tsentence2\tlabel\n" + "\n".join(pairs) + "\n")
+    write_in_mirror(root, "rte", "dev", "index\tsentence1\tsentence2\tlabel\n" + "\n".join(pairs[:6]) + "\n")
+    write_in_mirror(root, "wiki", "segments", WIKI)
     words = ["the", "dog", "sat", "it", "go", "she", "sees", "big", "house", "."]
-    (root / "glove" / "glove.6B.50d.first50000.txt").write_text(
-        "\n".join(w + " " + " ".join(f"{(i * 7 + j) % 11 / 10:.1f}" for j in range(50))
-                  for i, w in enumerate(words)) + "\n")
+    vectors = [w + " " + " ".join(f"{(i * 7 + j) % 11 / 10:.1f}" for j in range(50)) for i, w in enumerate(words)]
+    write_in_mirror(root, "glove", "vectors", "\n".join(vectors) + "\n")
     return root
 
 

@@ -129,6 +129,7 @@ DEFAULT = {
         "lora_rank": 8,
         "lora_alpha": 16,
         "lora_dropout": 0.1,
+        "lora_learning_rate": 3.0e-4,
         "learning_rate": 2e-05,
         "max_dev_examples": None,
         "max_grad_norm": 1.0,

@@ -257,3 +257,21 @@ def as_stanza_models(paths: dict) -> dict[str, str]:
              "pos_pretrain": "pos_pretrain_path", "depparse": "depparse_model_path",
              "depparse_pretrain": "depparse_pretrain_path"}
     return {key: paths[name] for key, name in names.items() if paths.get(name)}
+
+
+def write_stanza_study(work: Path, model: Path, stanza: dict) -> Path:
+    """The tiny study's CoLA (tests/support/mirror.py) in ``work``, annotated by the tiny stanza models ``stanza``
+    (``train_tiny_stanza``'s), analysed with the pretrained checkpoint only (no fine-tuning, no treebank, no wiki:
+    the branch that annotation feeds); its config is ``work/stanza.yaml``."""
+    import yaml
+
+    from .mirror import write_tiny_study
+
+    write_tiny_study(work, model)
+    config = yaml.safe_load((work / "tiny.yaml").read_text(encoding="utf-8"))
+    config["study"].update(tasks=["cola"], treebanks=[], wiki=False, glove=False)
+    config["annotation"] = {"annotator": "stanza", "stanza_dir": None, "stanza_models": as_stanza_models(stanza)}
+    config["attention"]["corpora"] = {}
+    config["finetune"]["tasks"] = []
+    (work / "stanza.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    return work

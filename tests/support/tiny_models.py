@@ -1,4 +1,5 @@
-"""Tiny randomly initialised encoders written by the tests themselves, and checkpoint manifests for them."""
+"""Tiny randomly initialised models written by the tests themselves (encoders, the tiny GPT-2, any family from a
+config), and checkpoint manifests for them."""
 
 from __future__ import annotations
 
@@ -61,6 +62,50 @@ def save_tiny_model(directory: Path, *, kind: str = "bert", cased: bool = False,
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
+
+
+def save_from_config(folder: Path, model_type: str, tokenizer_dir: Path, extra: dict) -> Path:
+    """A tiny model of any ``model_type`` transformers knows (2 layers of 4 heads, width 32, random weights) with the
+    tokenizer in ``tokenizer_dir``; ``extra``: the keys its config also needs (tests/support/decoder_families.py)."""
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    torch.manual_seed(0)
+    config = AutoConfig.for_model(model_type, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                  intermediate_size=64, vocab_size=len(tokenizer), max_position_embeddings=66,
+                                  bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                                  pad_token_id=tokenizer.pad_token_id, **extra)
+    AutoModel.from_config(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def save_tiny_gpt2(folder: Path, tokenizer_dir: Path) -> Path:
+    """A tiny GPT-2 (random weights) with the byte-level BPE tokenizer in ``tokenizer_dir`` (the tiny RoBERTa's:
+    GPT-2's vocabulary scheme)."""
+    import torch
+    from transformers import AutoTokenizer, GPT2Config, GPT2Model
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    torch.manual_seed(0)
+    GPT2Model(GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=4, n_positions=64,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+              ).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def save_random_like(folder: Path, like: Path) -> Path:
+    """The architecture and tokenizer of the GPT-2 in ``like`` with random weights (a training run's first
+    checkpoint: tests/workflow/test_revision_axis.py)."""
+    import torch
+    from transformers import AutoConfig, AutoTokenizer, GPT2Model
+
+    torch.manual_seed(0)
+    GPT2Model(AutoConfig.from_pretrained(like)).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(like).save_pretrained(folder)
+    return folder
 
 
 def write_manifest(directory: Path, model_dir: Path, name: str = "pretrained") -> Path:

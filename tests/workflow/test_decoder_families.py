@@ -5,7 +5,8 @@ dumps (both signals), the head diagnostics, [C]'s dependency heads in the causal
 last-token pooling, the fine-tuning effects ([K]'s change and pattern classes, [L]'s lexical categories), per-head
 disabling, and the cross-model atlas, whose roles find the hand-set heads at the relative depth they were set. Run to
 those tables only (the whole tiny study is run on the GPT-2 of test_decoder_study.py). Llama's token tables are made
-with prepend_bos false (rules/attention.smk's bos_ rules)."""
+with prepend_bos false (rules/attention.smk's bos_ rules). The study is written by tests/support/decoder_families.py
+and built once per session, from its start (``families_study`` of tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -13,55 +14,17 @@ import json
 
 import pandas as pd
 import pytest
-import yaml
 
-from support.induction_gpt2 import save_induction_gpt2
-from support.mirror import write_tiny_study
-from support.workflow_runs import snakemake
 from workflow_scripts.core.labels import CAUSAL_DIRECTIONS
 
 pytestmark = pytest.mark.e2e
-# llama: two query heads share each value head
-FAMILIES = {"neox": ("gpt_neox", {}), "llama": ("llama", {"num_key_value_heads": 2}),
-            "opt": ("opt", {"ffn_dim": 64, "word_embed_proj_dim": 32}), "encoder": ("roberta", {"type_vocab_size": 1})}
-TABLES = ("attention_dumps", "head_diagnostics", "sink_rates", "dependency_best", "finetune_metrics",
-          "head_disabling", "finetune_change", "pattern_classes", "lexical_change", "atlas")
-
-
-def save_decoder(folder, model_type: str, tokenizer_dir, extra: dict):
-    import torch
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-    torch.manual_seed(0)
-    config = AutoConfig.for_model(model_type, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                  intermediate_size=64, vocab_size=len(tokenizer), max_position_embeddings=66,
-                                  bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                                  pad_token_id=tokenizer.pad_token_id, **extra)
-    AutoModel.from_config(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory, tiny_roberta):
-    models = {name: save_decoder(tmp_path_factory.mktemp(name), model_type, tiny_roberta, extra)
-              for name, (model_type, extra) in FAMILIES.items()}
-    models["gpt2"] = save_induction_gpt2(tmp_path_factory.mktemp("induction-gpt2"), tiny_roberta, sink=True)
-    work = write_tiny_study(tmp_path_factory.mktemp("decoder-families"), models["neox"])
-    config = yaml.safe_load((work / "tiny.yaml").read_text())
-    config["models"] = {name: {"path": str(folder), "max_length": 32} for name, folder in models.items()}
-    # Both tokenizers put <s> first (the tiny RoBERTa's): Llama's token tables are made without it.
-    config["models"]["llama"]["prepend_bos"] = False
-    config["study"]["models"] = list(models)
-    config["attention"]["corpora"] = {"wiki": ["segments"], "ewt": ["train", "dev"]}
-    config["finetune"].update(method="lora", lora_rank=2, lora_alpha=4, learning_rate=1.0e-2)
-    # the hand-set GPT-2 codes token ids below 48 only: the random-token inputs draw from those
-    config["surface"]["diagnostics"].update(token_range=[5, 48], sequences=8)
-    (work / "tiny.yaml").write_text(yaml.safe_dump(config))
-    result = snakemake(work, *(f"results/tables/{name}.csv" for name in TABLES), "results/figures/report/atlas.png")
-    assert result.returncode == 0, result.stderr[-6000:]
-    return work / "results" / "tables"
+def built(families_study):
+    """The five-family study's tables (tests/support/decoder_families.py: ``families_study`` of tests/conftest.py,
+    built in the background from the session's start)."""
+    return families_study / "results" / "tables"
 
 
 MODELS = ("neox", "llama", "opt", "encoder", "gpt2")

@@ -8,7 +8,6 @@ import json
 import pandas as pd
 import pytest
 
-from support.mirror import write_tiny_study
 from support.workflow_runs import snakemake
 from workflow_scripts.core.labels import CAUSAL_DIRECTIONS
 
@@ -16,11 +15,10 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory, tiny_gpt2):
-    study = write_tiny_study(tmp_path_factory.mktemp("decoder-study"), tiny_gpt2)
-    result = snakemake(study)
-    assert result.returncode == 0, result.stderr[-6000:]
-    return study
+def built(decoder_study):
+    """The tiny study on the tiny GPT-2 (``decoder_study`` of tests/conftest.py, built in the background from the
+    session's start)."""
+    return decoder_study
 
 
 def test_a_tiny_decoder_goes_through_every_stage(built):

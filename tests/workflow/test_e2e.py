@@ -88,10 +88,32 @@ def test_the_atlas_places_every_model_s_heads_by_relative_depth(built):
     atlas = pd.read_csv(built / "results" / "tables" / "atlas.csv")
     assert list(atlas.columns) == ["model", "family", "parameters", "series", "revision", "step", "checkpoint",
                                    "role", "detail", "layer", "num_layers", "relative_depth", "head", "score",
-                                   "ci_low", "ci_high", "random_score", "rank"]
+                                   "ci_low", "ci_high", "random_score", "rank", "num_heads"]
     assert set(atlas["model"]) == {"tiny"} and {"sink", "dependency", "causal_importance"} <= set(atlas["role"])
     assert ((atlas["relative_depth"] - (atlas["layer"] + 0.5) / atlas["num_layers"]).abs() < 1e-9).all()
     assert (built / "results" / "figures" / "report" / "atlas.png").stat().st_size > 0
+
+
+def test_role_agreement_pairs_the_pretrained_and_fine_tuned_checkpoints_and_notes_what_it_cannot_compare(built):
+    agreement = pd.read_csv(built / "results" / "tables" / "role_agreement.csv")
+    assert list(agreement.columns[:16]) == ["relation", "role", "detail", "first_model", "first_checkpoint",
+                                            "second_model", "second_checkpoint", "heads", "rho", "rho_low",
+                                            "rho_high", "top_heads", "jaccard_top", "role_heads", "kept_share", "note"]
+    assert agreement["relation"].tolist()[0] == "pretrained_vs_finetuned"
+    assert set(agreement["relation"]) == {"pretrained_vs_finetuned", "attention_vs_signal"}
+    finetuned = agreement[agreement["relation"] == "pretrained_vs_finetuned"]
+    assert set(finetuned["second_checkpoint"]) == {"cola.seed42.final"}
+    # The tiny model's maps all fall in [K]'s Heterogeneous class, so no pattern role exists on either checkpoint:
+    # the diagnostics and syntax roles (dumped on pretrained only) and causal importance (fine-tuned only) are
+    # named in one note row, not compared.
+    compared, notes = finetuned[finetuned["heads"].notna()], finetuned[finetuned["heads"].isna()]
+    assert compared["role"].astype(str).str.startswith("pattern:").all() and (compared["detail"] == "cola").all()
+    assert len(notes) == 1 and "only on the first: sink (natural)" in notes["note"].iloc[0]
+    assert "only on the second: causal_importance" in notes["note"].iloc[0]
+    # the atlas has no signal rows: the pair is a note, never left out silently
+    signal = agreement[agreement["relation"] == "attention_vs_signal"]
+    assert signal["second_model"].tolist() == ["tiny@norm"] and "signal subjects" in signal["note"].iloc[0]
+    assert (built / "results" / "figures" / "report" / "role_agreement.png").stat().st_size > 0
 
 
 def test_second_run_does_nothing(built):
@@ -122,7 +144,7 @@ def test_editing_one_source_reruns_only_its_table_and_dependents(own):
 
 
 def test_a_change_of_behaviour_in_a_module_reruns_the_jobs_that_run_it_and_a_comment_nothing(built, tmp_path):
-    """Each rule's params hold a digest of the code its entry point reaches (workflow_scripts/study/code_digest.py),
+    """Each rule's params hold a digest of the code its entry point reaches (workflow_scripts/runtime/code_digest.py),
     comments and docstrings left out: on a copy of the workflow's code, the built study stays up to date until a
     module changes what it does, and then exactly the jobs that run it and what reads their outputs are planned."""
     def planned(snakefile: Path) -> set[str]:
@@ -132,9 +154,9 @@ def test_a_change_of_behaviour_in_a_module_reruns_the_jobs_that_run_it_and_a_com
 
     snakefile = copy_workflow(tmp_path / "code")
     # The copy alone: the jobs that read files of the repository by their path (the papers' values, for the
-    # comparison and the summary page) see other paths, nothing else.
+    # comparison, the summary page and the role agreement figure's published reference) see other paths, nothing else.
     moved = planned(snakefile)
-    assert moved <= {"paper_comparison", "summary_figure", "all"}, sorted(moved)
+    assert moved <= {"paper_comparison", "summary_figure", "role_agreement_figure", "all"}, sorted(moved)
     module = snakefile.parent / "workflow_scripts" / "syntax" / "coreference.py"
     original = module.read_text(encoding="utf-8")
     assert original.startswith('"""')
@@ -143,7 +165,8 @@ def test_a_change_of_behaviour_in_a_module_reruns_the_jobs_that_run_it_and_a_com
     module.write_text(original + "\nMENTIONS_CHANGED = True\n", encoding="utf-8")  # any change of the syntax tree
     # The coreference scores and tables run syntax/coreference.py; the rest reads coref_best.csv.
     assert planned(snakefile) - moved == {"coreference_scores", "coreference_tables", "found_heads",
-                                          "found_heads_table", "head_explorer", "atlas", "atlas_figure"}
+                                          "found_heads_table", "head_explorer", "atlas", "atlas_figure",
+                                          "explorer_index", "role_agreement", "role_agreement_figure"} - moved
 
 
 def _dry_run_with(work: Path, config: dict, folder: Path) -> set[str]:
@@ -199,7 +222,7 @@ def test_the_report_assembles_every_figure_and_table(built, tmp_path):
     # the landing page says what the study is, from its config (report/report_workflow.rst)
     text = re.sub(r"<[^>]+>", "", html)  # the page's emphasis renders as tags
     assert "Where to start" in text and "Models: tiny." in text and "Treebank sentences fed as: words" in text
-    # and which config files the run that made it read, in order (workflow_scripts/study/config_sources.py)
+    # and which config files the run that made it read, in order (workflow_scripts/runtime/config_sources.py)
     assert f"Config read, in this order, by the run that made this report: {REPO / 'config.yaml'}, tiny.yaml" \
         in " ".join(text.split()), text[:3000]
 
@@ -290,7 +313,7 @@ def test_a_job_killed_mid_run_leaves_nothing_a_rerun_trusts(own):
     # folder's own lock ends with its process), and Snakemake's incomplete-output marks are rerun (the workflow
     # profile sets rerun-incomplete): the dry run and the run below take no extra flag.
     # The half-made dump is found by the plan (its manifest is missing while its shards' records are there) and
-    # gathered again (workflow_scripts/study/integrity.py), although no planned analysis needs it rebuilt.
+    # gathered again (workflow_scripts/runtime/integrity.py), although no planned analysis needs it rebuilt.
     plain = snakemake(own, "--dry-run")
     assert plain.returncode == 0, (plain.stdout + plain.stderr)[-3000:]
     assert target in planned_outputs(plain), (plain.stdout + plain.stderr)[-3000:]

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from support.hub_server import HubRepo, dataset_card, folder_files, serve_hub
+from support.mirror import mirror_files
 from support.paths import REPO, SHARED_DATA, minilm_dir
 from support.release_server import git_blob_id, serve, write_contents_api
 from workflow_scripts.core.io import read_metadata
@@ -99,7 +100,8 @@ def wikitext_repo(config: str, split: str) -> HubRepo:
     """Salesforce/wikitext's CONFIG/SPLIT parquet: one row a line, as the hub's (the mirror's WikiText-2 test)."""
     import datasets
 
-    raw = (SHARED_DATA / "wikitext-2-raw" / "wiki.test.raw").read_text(encoding="utf-8").splitlines()
+    (mirrored,) = mirror_files("wiki", "segments")  # the mirror's WikiText-2 test file
+    raw = (SHARED_DATA / mirrored).read_text(encoding="utf-8").splitlines()
     rows = {"text": [line + "\n" if line.strip() else "" for line in raw]}
     repo = HubRepo("Salesforce/wikitext", kind="dataset")
     repo.commit({"README.md": dataset_card({config: {split: f"{config}/{split}-*"}}),
@@ -129,12 +131,13 @@ def first_documents(path: Path, sentences: int) -> str:
 
 def write_ud_releases(root: Path) -> Path:
     """root/ud/REPO/FILE for EWT and GUM (train, dev) and each file's git blob id at root/api/REPO/FILE."""
-    for repo, prefix in (("UD_English-EWT", "en_ewt"), ("UD_English-GUM", "en_gum")):
+    for treebank in ("ewt", "gum"):
         for split, sentences in UD_SENTENCES.items():
-            name = f"{prefix}-ud-{split}.conllu"
-            target = root / "ud" / repo / name
+            (mirrored,) = mirror_files(treebank, split)  # ud/REPO/FILE: the release URLs' layout too
+            _, repo, name = mirrored.split("/")
+            target = root / mirrored
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(first_documents(SHARED_DATA / "ud" / repo / name, sentences), encoding="utf-8")
+            target.write_text(first_documents(SHARED_DATA / mirrored, sentences), encoding="utf-8")
             write_contents_api(root, repo, name, {"name": name, "sha": git_blob_id(target.read_bytes())})
     return root
 

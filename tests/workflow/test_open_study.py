@@ -39,12 +39,9 @@ def config_of(work: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    work = tmp_path_factory.mktemp("open")
-    write_open_study(work, save_open_bert(work / "model"))
-    result = snakemake(work, configfile="open.yaml")
-    assert result.returncode == 0, result.stderr[-6000:]
-    return work
+def built(open_study) -> Path:
+    """The study, built once per session from its start (``open_study`` of tests/conftest.py)."""
+    return open_study
 
 
 @pytest.fixture(scope="module")

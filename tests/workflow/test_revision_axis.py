@@ -16,6 +16,7 @@ import yaml
 from support.hub_server import HubRepo, folder_files, serve_hub
 from support.induction_gpt2 import save_induction_gpt2
 from support.mirror import write_tiny_study
+from support.tiny_models import save_random_like
 from support.workflow_runs import snakemake
 
 pytestmark = pytest.mark.e2e
@@ -23,21 +24,10 @@ HUB_ID = "atlas-test/tiny-gpt2"
 TARGETS = ["results/tables/head_development.csv", "results/figures/development/tiny.png"]
 
 
-def random_revision(folder, like):
-    """The induction model's architecture with random weights (a training run's first checkpoint)."""
-    import torch
-    from transformers import AutoConfig, AutoTokenizer, GPT2Model
-
-    torch.manual_seed(0)
-    GPT2Model(AutoConfig.from_pretrained(like)).save_pretrained(folder)
-    AutoTokenizer.from_pretrained(like).save_pretrained(folder)
-    return folder
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, tiny_roberta):
     trained = save_induction_gpt2(tmp_path_factory.mktemp("step100"), tiny_roberta)
-    untrained = random_revision(tmp_path_factory.mktemp("step0"), trained)
+    untrained = save_random_like(tmp_path_factory.mktemp("step0"), trained)
     repo = HubRepo(HUB_ID)
     repo.commit(folder_files(untrained), branch="step0")
     repo.commit(folder_files(trained), branch="step100")
@@ -77,6 +67,15 @@ def test_the_head_development_shows_the_induction_head_appear(built):
     assert induction.loc[(0, 1)] < 0.3           # random weights: none
     assert set(frame["measure"]) == {"sink_rate", "induction", "dependency_accuracy"}
     assert (work / TARGETS[1]).stat().st_size > 10_000
+
+
+def test_each_revision_has_its_icl_score_for_the_figure(built):
+    work, _ = built
+    icl = pd.read_csv(work / "results" / "tables" / "icl_score.csv").set_index("revision")
+    assert set(icl.index) == {"step0", "step100"} and set(icl["series"]) == {"tiny"}
+    # Olsson et al.'s tokens 50 and 500 scaled to max_length 32; the LM head is the tied embedding
+    assert set(icl["early_position"]) == {2} and set(icl["late_position"]) == {16}
+    assert (icl["examples"] >= 2).all() and icl["icl_score"].notna().all() and icl["note"].isna().all()
 
 
 def test_a_second_run_does_nothing(built):

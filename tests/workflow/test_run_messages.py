@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from support.paths import REPO
-from workflow_scripts.core import failures
+from workflow_scripts.runtime import failures
 
 pytestmark = pytest.mark.e2e
 
@@ -31,8 +31,8 @@ from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 from snakemake_interface_executor_plugins.settings import ExecMode
-from workflow_scripts.core import console, failures, results_lock
-from workflow_scripts.core.closing_message import on_success
+from workflow_scripts.runtime import console, failures, results_lock
+from workflow_scripts.runtime.closing_message import on_success
 from workflow_scripts.core.errors import AtlasError
 
 RESULTS = config.get("results", "results")
@@ -181,7 +181,7 @@ def test_each_failed_job_is_one_block_at_the_end_with_tracebacks_only_in_the_log
     lines = blocks.splitlines()
     after = lines[max(i for i, line in enumerate(lines) if line.startswith("    log: ")) + 1:]
     assert len(after) <= 5 and after[-1] == "At least one job did not complete successfully.", output[-2000:]
-    # The console (workflow_scripts/core/console.py): the job table as jobs per stage, no CalledProcessError
+    # The console (workflow_scripts/runtime/console.py): the job table as jobs per stage, no CalledProcessError
     # for the script's exit status 1 and no "Error in rule" for a job that recorded its failure (its block at
     # the end says more); Snakemake's log file keeps them all.
     assert "Job stats: 2 jobs, by stage (rule file): unreachable 1, crash 1\n" in output, output

@@ -11,7 +11,6 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from support.mirror import write_tiny_study
 from support.stanza_models import as_stanza_models
 from support.workflow_runs import snakemake
 from workflow_scripts.core.io import read_metadata
@@ -20,23 +19,15 @@ pytestmark = [pytest.mark.e2e, pytest.mark.stanza]
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory, tiny_bert, tiny_stanza) -> Path:
+def study(stanza_study) -> Path:
     """The tiny study's CoLA, annotated by stanza, analysed with the pretrained checkpoint only (no fine-tuning,
-    no treebank, no wiki: the branch that annotation feeds)."""
-    work = write_tiny_study(tmp_path_factory.mktemp("stanza-study"), tiny_bert)
-    config = yaml.safe_load((work / "tiny.yaml").read_text(encoding="utf-8"))
-    config["study"].update(tasks=["cola"], treebanks=[], wiki=False, glove=False)
-    config["annotation"] = {"annotator": "stanza", "stanza_dir": None, "stanza_models": as_stanza_models(tiny_stanza)}
-    config["attention"]["corpora"] = {}
-    config["finetune"]["tasks"] = []
-    (work / "stanza.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    return work
+    no treebank, no wiki: the branch that annotation feeds): tests/support/stanza_models.py's
+    ``write_stanza_study``, built once per session from its start (``stanza_study`` of tests/conftest.py)."""
+    return stanza_study
 
 
 @pytest.fixture(scope="module")
 def built(study):
-    result = snakemake(study, configfile="stanza.yaml")
-    assert result.returncode == 0, result.stderr[-6000:]
     return study
 
 

@@ -310,7 +310,7 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
               "implementation": ex.implementation, "weights_dtype": str(model.dtype).removeprefix("torch."),
               "num_layers": ex.num_layers, "num_heads": ex.num_heads, "device": ex.device,
               "token_table": ex.token_table, "table_examples": len(ex.example_ids), "index": index,
-              # The token table as this shard read it: the plan checks it (study/integrity.py).
+              # The token table as this shard read it: the plan checks it (runtime/integrity.py).
               "token_table_file": file_entry(ex.token_table),
               "num_shards": n_shards, "examples": hi - lo, "tokens": int(lengths.sum()),
               # The maps' values (T x T per head) whatever the layout stores: bytes per value compare layouts.

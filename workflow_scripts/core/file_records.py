@@ -10,7 +10,7 @@
 - A **sealed record** (a dump's manifest, a shard's record, a checkpoint's ``checkpoint.json``) carries the sha256
   of its own content (``record_sha256``), so that an edited record is refused, not followed.
 - A **damage marker** (``.NAME.damaged`` beside the file) is left by a job that refused a file and removed it. The
-  next run's plan (workflow_scripts/study/integrity.py) finds it and rebuilds the file, although Snakemake would
+  next run's plan (workflow_scripts/runtime/integrity.py) finds it and rebuilds the file, although Snakemake would
   not rebuild a missing file whose dependents are all there.
 """
 

@@ -16,7 +16,7 @@ STAGES: tuple[str, ...] = ("data", "models", "finetune", "attention", "surface",
 def entry_name_matches(registered: str, rule: str) -> bool:
     """Whether a rule runs the entry point registered as ``registered``: its name exactly, or a pattern its name
     matches whole (``finetune_{task}``: ``finetune_`` then one field of letters, digits, ``_`` and ``-``). Shared by
-    ``entrypoints.find_entry_point`` and the code digests (``study/code_digest.py``)."""
+    ``entrypoints.find_entry_point`` and the code digests (``runtime/code_digest.py``)."""
     import re
 
     if registered == rule:

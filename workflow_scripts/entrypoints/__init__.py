@@ -7,7 +7,7 @@ which a rule's name must match whole. It sets up logging to the rule's log file 
 and params). Nothing below this module knows about Snakemake.
 
 A job that fails writes its error, with the traceback, to its log file only, leaves a record of it
-beside the log for the end of the run (``workflow_scripts/core/failures.py``) and exits with status 1
+beside the log for the end of the run (``workflow_scripts/runtime/failures.py``) and exits with status 1
 without a traceback on the console: Snakemake then reports the job as failed (one
 ``CalledProcessError`` line), and the Snakefile's ``onerror:`` prints each failed job's message and fix
 once, at the end, where it is not buried under the output of the jobs that ran on.
@@ -25,11 +25,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..core import failures
-from ..core.disk_space import DiskFullError, disk_full_error
 from ..core.errors import AtlasError
 from ..core.io import setup_logging
 from ..core.stages import entry_name_matches
+from ..runtime import failures
+from ..runtime.disk_space import DiskFullError, disk_full_error
 
 ENTRY_POINTS: dict[str, Callable[[Any], None]] = {}
 
@@ -72,6 +72,9 @@ def run(smk: Any) -> None:
                 handler.setLevel(logging.WARNING)
         files = [h for h in log.handlers if isinstance(h, logging.FileHandler)]
         sys.stderr = _StderrToLog(files[0], saved_stderr)
+    # Libraries' own log handlers hold the stderr of when they were imported: in a warm copy, the server's, which is
+    # the console (transformers' load reports came through). They write to this job's stderr, its log, instead.
+    moved = _library_handlers_to(sys.stderr, keep=log.handlers) if log_path else []
     try:
         _import_all()
         function = find_entry_point(smk.rule)
@@ -83,7 +86,23 @@ def run(smk: Any) -> None:
         _fail(log, smk, log_path, full or error, bug=full is None and not isinstance(error, AtlasError))
     finally:
         sys.stderr = saved_stderr
+        for handler, stream in moved:
+            handler.setStream(stream)
     log.info("rule %s: done (%s)", smk.rule, job_cost(entered))
+
+
+def _library_handlers_to(stream: Any, keep: list[logging.Handler]) -> list[tuple[logging.StreamHandler, Any]]:
+    """Point every console handler of a logger (but this package's, ``keep``) at ``stream``; returns each handler
+    with the stream it had, to put back."""
+    loggers = [logging.getLogger(), *(item for item in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(item, logging.Logger))]
+    moved = []
+    for logger in loggers:
+        for handler in logger.handlers:
+            if (type(handler) is logging.StreamHandler and handler not in keep
+                    and handler.stream in (sys.__stderr__, getattr(stream, "console", None))):
+                moved.append((handler, handler.setStream(stream)))
+    return moved
 
 
 class _StderrToLog(io.TextIOBase):
@@ -157,7 +176,7 @@ def job_cost(entered: float) -> str:
     """How the job started (in a warm copy of the run's server or a process of its own), how long its process has
     run and how much of that passed before the entry point (Python, Snakemake's script preamble, this package's
     imports), and the heavy libraries the process holds."""
-    from ..core import warm_start
+    from ..runtime import warm_start
 
     age = _process_age()
     heavy = [name for name in HEAVY_LIBRARIES if name in sys.modules]

@@ -38,4 +38,5 @@ def head_explorer(smk: Any) -> None:
 def explorer_index(smk: Any) -> None:
     from ..explorer.index import index_page
 
-    index_page(list(smk.params.models), list(smk.params.pages), smk.input.models, smk.output[0])
+    index_page(list(smk.params.models), list(smk.params.pages), smk.input.models, smk.output[0],
+               atlas=smk.input.get("atlas"), agreement=smk.input.get("role_agreement"), treebank=smk.params.treebank)

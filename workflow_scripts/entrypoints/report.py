@@ -75,7 +75,8 @@ def head_development(smk: Any) -> None:
 def head_development_figure(smk: Any) -> None:
     from ..report.development import draw_head_development
 
-    draw_head_development(smk.input.table, smk.output.png, smk.output.pdf, series=smk.wildcards.series)
+    draw_head_development(smk.input.table, smk.output.png, smk.output.pdf, series=smk.wildcards.series,
+                          icl_score=smk.input.get("icl_score"))
 
 
 
@@ -83,7 +84,7 @@ def head_development_figure(smk: Any) -> None:
 def atlas(smk: Any) -> None:
     from ..models.checkpoints import read_manifest
     from ..models.families import family_of
-    from ..models.folder_check import parameter_count
+    from ..models.shape import parameter_count
     from ..report.atlas import ATLAS_INPUTS, atlas_table
 
     p = smk.params
@@ -103,3 +104,19 @@ def atlas_figure(smk: Any) -> None:
     from ..report.atlas_figure import draw_atlas
 
     draw_atlas(smk.input.table, smk.output.png, smk.output.pdf)
+
+
+@entry_point("role_agreement")
+def role_agreement(smk: Any) -> None:
+    from ..report.role_agreement import role_agreement_table
+
+    p = smk.params
+    role_agreement_table(smk.input.atlas, smk.output[0], pairs=list(p.pairs), thresholds=dict(p.thresholds),
+                         resamples=p.resamples, seed=p.bootstrap_seed)
+
+
+@entry_point("role_agreement_figure")
+def role_agreement_figure(smk: Any) -> None:
+    from ..report.role_agreement_figure import draw_role_agreement
+
+    draw_role_agreement(smk.input.table, smk.input.reference, smk.output.png, smk.output.pdf)

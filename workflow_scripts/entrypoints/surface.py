@@ -176,3 +176,22 @@ def head_diagnostics_table(smk: Any) -> None:
     key = ["model", "checkpoint", "input", "layer", "head"]
     diagnostics = concat_parts(list(smk.input), smk.output.diagnostics, key)
     write_csv(sink_rates(diagnostics), smk.output.sink_rates)
+
+
+@entry_point("icl_score_part")
+def icl_score_part(smk: Any) -> None:
+    from ..surface.icl_score import icl_score_part as run
+
+    p = smk.params
+    series, revision, step = p.point
+    run(smk.input.checkpoint, smk.input.tokens, smk.output[0], model=smk.wildcards.model,
+        checkpoint=smk.wildcards.checkpoint, series=series, revision=revision, step=step, max_length=p.max_length,
+        contexts=p.contexts, batch_size=p.batch_size, prepend_bos=p.prepend_bos, resamples=p.resamples,
+        bootstrap_seed=p.bootstrap_seed, threads=smk.threads, offline=p.offline, dtype=p.dtype)
+
+
+@entry_point("icl_score_table")
+def icl_score_table(smk: Any) -> None:
+    from ..surface.statistics import concat_parts
+
+    concat_parts(list(smk.input), smk.output[0], ["series", "step", "model", "checkpoint"])

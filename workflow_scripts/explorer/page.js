@@ -331,4 +331,28 @@
   document.getElementById("notes").textContent = DATA.notes.join(" ");
   fillControls();
   drawGrid();
+  openFromFragment();
+  window.addEventListener("hashchange", openFromFragment);
+
+  // --- the address: #layer=L&head=H&measure=ID[&measure=ID2...] (the atlas page's links; layers and heads from 1)
+  // selects that head and the first of the measures this page has --------------------------------------------------
+  function openFromFragment() {
+    const params = new URLSearchParams(window.location.hash.replace(/^#/, ""));
+    const ids = signal().measures.map(m => m.id), asked = params.getAll("measure");
+    const measure = asked.find(id => ids.includes(id));
+    if (measure) {
+      state.measure = measure;
+      document.getElementById("measure").value = measure;
+      drawGrid();
+    } else if (asked.length) {
+      document.getElementById("measure-note").textContent += " (This page has no measure " + asked.join(" or ") +
+        " of the atlas's role: the study does not show it per head.)";
+    }
+    const l = parseInt(params.get("layer"), 10) - 1, h = parseInt(params.get("head"), 10) - 1;
+    if (l >= 0 && l < L && h >= 0 && h < H) {
+      selectHead(l, h);
+      const cell = document.querySelector('#grid .cell[data-layer="' + l + '"][data-head="' + h + '"]');
+      if (cell) { cell.focus({ preventScroll: true }); cell.scrollIntoView({ block: "nearest" }); }
+    }
+  }
 })();

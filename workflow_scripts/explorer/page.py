@@ -1,7 +1,8 @@
 """The head explorer page: one self-contained HTML file per model (no server, no external URL).
 
 The page is page.html with page.css and page.js inlined and the data (:func:`explorer_data`) in a
-``<script type="application/json">`` block. Text from the data never reaches the HTML as markup:
+``<script type="application/json">`` block (:func:`render`, which builds the atlas page of index.py the same way).
+Text from the data never reaches the HTML as markup:
 
 * the JSON is written with ``<``, ``>``, ``&``, U+2028 and U+2029 as ``\\uXXXX`` escapes, so no token can close
   the block (``</script>``) or open a comment, and the browser's JSON.parse gives the text back unchanged;
@@ -44,7 +45,7 @@ log = logging.getLogger(__name__)
 SIGNAL = "attention"  # the only signal today; another (e.g. attention x value norms) adds a key beside it
 SECTION_ORDER = ("surface", "dependency", "coreference", "cluster", "patterns", "change", "lexical")
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_PLACEHOLDER = re.compile(r"\{\{(CSP|TITLE|STYLE|DATA|SCRIPT)\}\}")
+_PLACEHOLDER = re.compile(r"\{\{([A-Z]+)\}\}")
 # The grid measures a decoder's page opens on, the first the study has: attention to the first token (its sink) on the
 # surface corpus, then on random tokens (study/plans/surface.py declares both).
 DECODER_DEFAULTS = ("measure.first_token.first_token", "measure.head_diagnostics.first_token.random")
@@ -66,16 +67,24 @@ def _sha256(text: str) -> str:
 
 def render_page(data: Mapping[str, Any], title: str) -> str:
     """The page's HTML: the template with its style, script and ``data`` inlined, and the policy."""
-    style, script = _asset("page.css"), _asset("page.js")
-    for name, text in (("page.css", style), ("page.js", script)):
+    return render("page", data, title)
+
+
+def render(name: str, data: Mapping[str, Any], title: str, extra: Mapping[str, str] | None = None) -> str:
+    """``NAME.html`` with ``NAME.css``, ``NAME.js`` and ``data`` inlined, under a policy that lets only that script
+    and that style apply and loads nothing. ``extra``: markup (already escaped) for the template's other
+    ``{{PLACEHOLDERS}}``."""
+    style, script = _asset(f"{name}.css"), _asset(f"{name}.js")
+    for asset, text in ((f"{name}.css", style), (f"{name}.js", script)):
         if "</" in text:  # would end the <style>/<script> element early
-            raise ValueError(f"{name} must not contain '</'")
+            raise ValueError(f"{asset} must not contain '</'")
     # Nothing is loaded from anywhere (default-src 'none'); only this script and this style apply.
     policy = (f"default-src 'none'; script-src {_sha256(script)}; style-src {_sha256(style)}; "
               "base-uri 'none'; form-action 'none'")
-    parts = {"CSP": policy, "TITLE": html.escape(title), "STYLE": style, "DATA": embed_json(data), "SCRIPT": script}
+    parts = {**(extra or {}), "CSP": policy, "TITLE": html.escape(title), "STYLE": style,
+             "DATA": embed_json(data), "SCRIPT": script}
     # One pass: text put in is never searched for placeholders again.
-    return _PLACEHOLDER.sub(lambda m: parts[m.group(1)], _asset("page.html"))
+    return _PLACEHOLDER.sub(lambda m: parts[m.group(1)], _asset(f"{name}.html"))
 
 
 def default_measure(measures: Sequence[Mapping[str, Any]], decoder: bool) -> str | None:

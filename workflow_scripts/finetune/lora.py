@@ -32,9 +32,12 @@ def with_lora(model: Any, settings: RunSettings, task: str) -> Any:
                             f"declares; model type {model.config.model_type!r} has none (declared for "
                             f"{', '.join(known)}). Use method 'full', or declare lora_targets for the family in "
                             "workflow_scripts/models/families.py")
+    # Only the head layers this model has (ELECTRA's classifier has no pooler, BERT's has).
+    present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
+    whole = [name for name in family.lora_trained_whole if name in present]
     config = LoraConfig(task_type=TaskType.SEQ_CLS, r=settings.lora_rank, lora_alpha=settings.lora_alpha,
                         lora_dropout=settings.lora_dropout, target_modules=list(family.lora_targets),
-                        modules_to_save=list(family.lora_trained_whole) or None)
+                        modules_to_save=whole or None)
     with warnings.catch_warnings():
         # peft asks transformers about gradient checkpointing by a name transformers 5 deprecates: not the user's
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)

@@ -17,6 +17,7 @@ from ..report.items import (
     StudyTables,
     SummaryPanel,
 )
+from .tables import above_chance
 from .tasks import TASK_NAMES
 
 METRIC_NAMES = {"matthews_corr": "MCC", "accuracy": "acc", "f1": "F1", "pearson": "Pearson", "spearman": "Spearman"}
@@ -47,12 +48,19 @@ def draw_finetune(ax: Any, model: str, tables: StudyTables, items: Sequence[Pape
         majority.append(100 * float(base) if finite(base) else np.nan)
         metric = str(part["metric"].iloc[0])
         names.append(f"{TASK_NAMES.get(task, task)}\n{METRIC_NAMES.get(metric, metric)}")
-    ax.bar(x, means, width=0.6, color="tab:green", label="fine-tuned (final" + (", mean of seeds)"
-                                                                               if rows["seed"].nunique() > 1 else ")"))
+    # A run not above chance learnt nothing its dev split shows: its bar is grey and says so (its effects are noise).
+    learnt = [above_chance(mean / 100, base / 100 if np.isfinite(base) else None)
+              for mean, base in zip(means, majority)]
+    colours = ["tab:green" if ok else "0.7" for ok in learnt]
+    ax.bar(x, means, width=0.6, color=colours, label="fine-tuned (final" + (", mean of seeds)"
+                                                                            if rows["seed"].nunique() > 1 else ")"))
     ax.hlines(majority, x - 0.35, x + 0.35, color="black", linewidth=1.5, label="majority baseline")
-    for xx, value in zip(x, means):
+    for xx, value, ok, base in zip(x, means, learnt, majority):
         if np.isfinite(value):
-            ax.text(xx, max(value, 0) + 1.5, f"{value:.0f}", ha="center", fontsize=6.5)
+            # Above the bar and its baseline's line, so that the words cross neither.
+            top = max(value, base if np.isfinite(base) else 0, 0)
+            ax.text(xx, top + 1.5, f"{value:.0f}" if ok else f"{value:.0f}\nat chance:\neffects\nare noise",
+                    ha="center", va="bottom", fontsize=6.5, color="black" if ok else "firebrick")
     ax.axhline(0, color="0.5", linewidth=0.6)
     ax.set_xticks(x)
     ax.set_xticklabels(names, fontsize=6.5)

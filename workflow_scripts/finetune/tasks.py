@@ -90,6 +90,12 @@ class RunSettings(Mapping[str, Any]):
     def __reduce__(self) -> tuple[type, tuple[dict[str, Any]]]:
         return RunSettings, (self._values,)
 
+    @property
+    def peak_learning_rate(self) -> float:
+        """The optimizer's peak rate: ``lora_learning_rate`` for LoRA's updates, ``learning_rate`` for full
+        fine-tuning (LoRA trains few weights from zero and needs about ten times the rate)."""
+        return self._values["lora_learning_rate" if self._values["method"] == "lora" else "learning_rate"]
+
     def replace(self, **changes: Any) -> RunSettings:
         return RunSettings({**self._values, **changes})
 

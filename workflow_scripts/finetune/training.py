@@ -222,7 +222,8 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
         {"params": [p for n, p in trainable if n.endswith(no_decay)], "weight_decay": 0.0},
     ]
     # On a GPU, AdamW's fused kernel: one launch for all the parameters, not several per tensor.
-    optimizer = torch.optim.AdamW(groups, lr=settings.learning_rate, fused=True if device.startswith("cuda") else None)
+    optimizer = torch.optim.AdamW(groups, lr=settings.peak_learning_rate,
+                                  fused=True if device.startswith("cuda") else None)
     scheduler = get_linear_schedule_with_warmup(optimizer, warmup_steps, total_steps)
     generator = torch.Generator().manual_seed(seed)
 
@@ -309,8 +310,9 @@ def _finite_losses(losses: Any, count: int, steps_before: int, task: str, settin
     values = losses[:count].cpu().numpy()
     bad = np.flatnonzero(~np.isfinite(values))
     if len(bad):
+        key = "lora_learning_rate" if settings.method == "lora" else "learning_rate"
         raise FinetuneError(f"task {task!r}: the training loss became {values[bad[0]]} at step "
-                            f"{steps_before + int(bad[0]) + 1}; lower learning_rate (now {settings.learning_rate})")
+                            f"{steps_before + int(bad[0]) + 1}; lower {key} (now {settings.peak_learning_rate})")
     return values
 
 

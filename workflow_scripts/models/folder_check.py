@@ -3,15 +3,15 @@
 Tried on 2026-11-27: a folder with weights and ``config.json`` but no tokenizer files ran the whole study with every
 word ``[UNK]`` (transformers builds a tokenizer of five special tokens), and ``model_type: gpt2`` over BERT's weights
 ran it as a randomly initialised GPT-2: plausible tables, wrong science. So before any job (the config checks,
-``workflow_scripts/study/config.py``) a local folder is read for what it claims, without torch or transformers (files
-and JSON only, in milliseconds):
+``workflow_scripts/study/config_semantics.py``) a local folder is read for what it claims, without torch or
+transformers (files, JSON and safetensors headers only, in milliseconds):
 
 - a tokenizer: ``tokenizer.json``, ``vocab.txt``, ``vocab.json`` with ``merges.txt``, or a SentencePiece model;
 - its size against ``config.json``'s ``vocab_size``: no token past the embedding, and not a tokenizer of another
   vocabulary (fewer than half the rows); the special token ids of ``config.json`` inside the vocabulary;
-- the weights (``*.safetensors`` headers: names and shapes): an embedding of ``vocab_size`` rows, and, for a model
-  type of a declared family (``models/families.py``), its first and last layer's attention weights where the
-  family's layout puts them.
+- the weights (``*.safetensors`` headers, read by the safetensors library: names and shapes, no tensor): an
+  embedding of ``vocab_size`` rows, and, for a model type of a declared family (``models/families.py``), its first
+  and last layer's attention weights where the family's layout puts them (the layers: ``models/shape.py``).
 
 A folder of ``pytorch_model.bin`` weights only is checked for its tokenizer; its weights are checked when the
 pretrained checkpoint loads them (``models/checkpoints.py``: a base-model weight missing or newly initialised is
@@ -21,17 +21,14 @@ refused there). The model card records what was checked (``folder_check``).
 from __future__ import annotations
 
 import json
-import math
-import struct
 from pathlib import Path
-from typing import Any
 
 from .families import family_of
+from .shape import ModelShape, weight_shapes
 
 SENTENCEPIECE = ("spiece.model", "sentencepiece.bpe.model", "tokenizer.model")
 SPECIAL_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "sep_token_id", "cls_token_id",
                "decoder_start_token_id")
-LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 
 
 class FolderCheck:
@@ -57,7 +54,7 @@ def check_model_folder(directory: str | Path, *, read_bin: bool = False) -> Fold
         if vocab and any(isinstance(i, int) and not isinstance(i, bool) and not 0 <= i < vocab for i in ids):
             result.problems.append(f"config.json's {key} {value} is outside its vocabulary (vocab_size {vocab})")
     try:
-        shapes = safetensors_shapes(directory)
+        shapes = weight_shapes(directory)
         if shapes is None and read_bin:
             shapes = _bin_shapes(directory)
     except Exception as error:  # noqa: BLE001 - a damaged or foreign file, whatever its reader raises
@@ -70,7 +67,7 @@ def check_model_folder(directory: str | Path, *, read_bin: bool = False) -> Fold
         result.problems.append(f"no weight has vocab_size ({vocab}) rows: the weights are not of the model "
                                "config.json describes")
     family = family_of(config.get("model_type"))
-    layers = next((config[k] for k in LAYER_KEYS if isinstance(config.get(k), int)), None)
+    layers = ModelShape.from_config(config).layers
     if family.weight_pattern and layers:
         wanted = [family.weight_pattern.format(layer=layer) for layer in sorted({0, layers - 1})]
         absent = [name for name in wanted if not any(n == name or n.endswith("." + name) for n in shapes)]
@@ -143,25 +140,6 @@ def _added_tokens(directory: Path) -> int:
         return len(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else 0
     except (OSError, ValueError):
         return 0
-
-
-def safetensors_shapes(directory: Path) -> dict[str, list[int]] | None:
-    """Every tensor's name and shape from the safetensors headers (8 bytes of length, then JSON), None if none."""
-    shapes: dict[str, list[int]] = {}
-    files = sorted(directory.glob("*.safetensors"))
-    for path in files:
-        with open(path, "rb") as stream:
-            size = struct.unpack("<Q", stream.read(8))[0]
-            header: dict[str, Any] = json.loads(stream.read(size))
-        shapes.update({name: value["shape"] for name, value in header.items() if name != "__metadata__"})
-    return shapes if files else None
-
-
-def parameter_count(directory: str | Path) -> int | None:
-    """The number of weights in a folder's safetensors files, from their headers (no tensor is read); None without
-    such a file."""
-    shapes = safetensors_shapes(Path(directory))
-    return None if shapes is None else sum(math.prod(shape) for shape in shapes.values())
 
 
 def _bin_shapes(directory: Path) -> dict[str, list[int]] | None:

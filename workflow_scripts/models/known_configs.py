@@ -2,7 +2,8 @@
 config.json on the hub declares them, so that a study of them is planned (layers, heads, disk, GPU memory and
 time) on a machine with no network and no weights. Only the keys that set the architecture's shape are recorded;
 every other key takes transformers' default for the model type. A model's own config.json, where it is local,
-always comes first (study/plan_sizes.py, study/plan_timing.py, study/plan_memory.py).
+always comes first (study/plan_sizes.py, study/plan_timing.py, study/plan_memory.py); models/shape.py reads either
+into one record.
 
 A revision of a model (Pythia's pretraining checkpoints) has the model's architecture: the record serves every
 revision.
@@ -12,6 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .shape import ModelShape
+
+# Where a recorded shape comes from, as the plan prints it.
+RECORDED = "the hub's config.json as models/known_configs.py records it"
+
 _BERT_BASE = {"model_type": "bert", "vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12,
               "num_attention_heads": 12, "intermediate_size": 3072, "max_position_embeddings": 512,
               "architectures": ["BertForMaskedLM"]}
@@ -20,7 +26,8 @@ _PYTHIA = {"model_type": "gpt_neox", "vocab_size": 50304, "max_position_embeddin
            "use_parallel_residual": True, "tie_word_embeddings": False}
 _LLAMA_32 = {"model_type": "llama", "vocab_size": 128256, "intermediate_size": 8192, "num_key_value_heads": 8,
              "max_position_embeddings": 131072, "tie_word_embeddings": True, "rope_theta": 500000.0}
-_QWEN25 = {"model_type": "qwen2", "vocab_size": 151936, "max_position_embeddings": 32768, "tie_word_embeddings": True}
+_QWEN25 = {"model_type": "qwen2", "vocab_size": 151936, "max_position_embeddings": 32768,
+           "tie_word_embeddings": True}
 
 
 def _with(base: dict[str, Any], **keys: Any) -> dict[str, Any]:
@@ -106,6 +113,13 @@ def known_config(hub: str | None) -> Any | None:
     return AutoConfig.for_model(keys.pop("model_type"), **keys)
 
 
+def recorded_shape(hub: str | None) -> ModelShape | None:
+    """The shape of a recorded hub model (a revision has the model's architecture), or None. Read from the record's
+    keys alone: no transformers import, as the dump budget's check before any job needs."""
+    keys = KNOWN_CONFIGS.get(hub or "")
+    return None if keys is None else ModelShape.from_config(keys, source=RECORDED)
+
+
 def config_here(name: str, entry: dict[str, Any]) -> tuple[Any, str] | None:
     """A study model's transformers config without network, and where it comes from: its local config.json (folder,
     package, hub cache), else the record above; None where neither is here."""
@@ -120,13 +134,4 @@ def config_here(name: str, entry: dict[str, Any]) -> tuple[Any, str] | None:
     except (OSError, ValueError):
         pass
     known = known_config(entry.get("hub"))  # a revision has the model's architecture
-    return None if known is None else (known, "the hub's config.json as models/known_configs.py records it")
-
-
-def layers_and_heads(hub: str | None) -> tuple[int, int] | None:
-    keys = KNOWN_CONFIGS.get(hub or "")
-    if keys is None:
-        return None
-    layers = next(keys[k] for k in ("num_hidden_layers", "n_layer") if k in keys)
-    heads = next(keys[k] for k in ("num_attention_heads", "n_head") if k in keys)
-    return int(layers), int(heads)
+    return None if known is None else (known, RECORDED)

@@ -12,10 +12,14 @@ Roles, each from its own table (a study without the table has no rows for the ro
 - ``pattern:CLASS`` (the pattern features of each analysed task's dev inputs): the share of the head's maps that
   [K]'s rules put in the class (``detail``: the task); Heterogeneous, the class of maps with no pattern, is no role;
 - ``causal_importance`` (head_disabling.csv): the drop of the fine-tuned checkpoint's dev metric when the head is
-  disabled alone (-delta; ``detail``: task, metric, mode), the one role on a fine-tuned checkpoint.
+  disabled alone (-delta; ``detail``: task, metric, mode), on fine-tuned checkpoints only.
 
-Every other role is on the pretrained checkpoint. ``random_score`` is the same role of the same head (same input,
-relation, direction) on the model's random-init checkpoint, where the study measured it there.
+Each role is on every checkpoint its table measures but the random-init control: the pretrained checkpoint, and a
+fine-tuned one where the study measures the role there (the pattern classes of each fine-tuned task's final
+checkpoint on its own dev inputs; the diagnostics, dependency and coreference heads where attention.checkpoints
+dumps fine-tuned checkpoints), so that tables/role_agreement.csv can set a role's heads before and after
+fine-tuning side by side. ``random_score`` is the same role of the same head (same input, relation, direction) on
+the model's random-init checkpoint, where the study measured it there.
 
 Signal subjects (``MODEL@SIGNAL``) are left out: the atlas compares models' attention weights, and
 tables/signal_comparison.csv sets the signals side by side.
@@ -47,7 +51,7 @@ ROLE_COLUMNS = ["model", "checkpoint", "role", "detail", "layer", "head", "score
                 "random_score"]
 MODEL_COLUMNS = ["model", "family", "parameters", "series", "revision", "step", "num_layers", "num_heads"]
 COLUMNS = ["model", "family", "parameters", "series", "revision", "step", "checkpoint", "role", "detail", "layer",
-           "num_layers", "relative_depth", "head", "score", "ci_low", "ci_high", "random_score", "rank"]
+           "num_layers", "relative_depth", "head", "score", "ci_low", "ci_high", "random_score", "rank", "num_heads"]
 
 
 def relative_depth(layer: np.ndarray | pd.Series | int, num_layers: np.ndarray | pd.Series | int) -> np.ndarray:
@@ -85,11 +89,14 @@ def diagnostic_roles(diagnostics: pd.DataFrame) -> pd.DataFrame:
                                  ("previous_token", "previous_token", SINK_INPUTS),
                                  ("induction", "induction", (INDUCTION_INPUT,))):
         for _, rows in diagnostics.groupby(diagnostics["model"].astype(str), sort=False):
-            pretrained = rows[rows["checkpoint"].astype(str) == PRETRAINED]
-            source = next((kind for kind in inputs if (pretrained["input"].astype(str) == kind).any()), None)
+            measured = rows[rows["checkpoint"].astype(str) != RANDOM]
+            # One input per model, the pretrained checkpoint's first: every checkpoint's rows of a role compare.
+            pretrained = measured[measured["checkpoint"].astype(str) == PRETRAINED]
+            kinds = set((pretrained if len(pretrained) else measured)["input"].astype(str))
+            source = next((kind for kind in inputs if kind in kinds), None)
             if source is None:
                 continue
-            found = pretrained[pretrained["input"].astype(str) == source].dropna(subset=[column])
+            found = measured[measured["input"].astype(str) == source].dropna(subset=[column])
             control = rows[(rows["checkpoint"].astype(str) == RANDOM) & (rows["input"].astype(str) == source)]
             found = _with_control(found, control, ["layer", "head"], column)
             frames.append(_role_frame(found, role, source, column, f"{column}_low", f"{column}_high"))
@@ -101,10 +108,10 @@ def dependency_roles(best: pd.DataFrame, heads: pd.DataFrame | None, *, treebank
     """Each relation's best head of dependency_best.csv (see the module's docstring for the direction), with the
     same head's accuracy on the random-init checkpoint from dependency_heads.csv."""
     protocol = ((best["treebank"].astype(str) == treebank) & (best["select_split"].astype(str) == select_split)
-                & (best["score_split"].astype(str) == score_split) & (best["checkpoint"].astype(str) == PRETRAINED))
+                & (best["score_split"].astype(str) == score_split) & (best["checkpoint"].astype(str) != RANDOM))
     best = best[protocol].dropna(subset=["layer", "head", "accuracy"])
     frames = []
-    for _, rows in best.groupby(best["model"].astype(str), sort=False):
+    for _, rows in best.groupby([best["model"].astype(str), best["checkpoint"].astype(str)], sort=False):
         directions = set(rows["direction"].astype(str))
         if CAUSAL_UNION in directions:
             chosen = rows["direction"].astype(str) == CAUSAL_UNION
@@ -130,7 +137,7 @@ def dependency_roles(best: pd.DataFrame, heads: pd.DataFrame | None, *, treebank
 def coreference_roles(best: pd.DataFrame, heads: pd.DataFrame | None) -> pd.DataFrame:
     """The best coreference head of coref_best.csv (method head, mention type all, selected and scored on all
     documents), with the same head's accuracy on the random-init checkpoint from coref_heads.csv."""
-    found = best[(best["checkpoint"].astype(str) == PRETRAINED) & (best["method"].astype(str) == "head")
+    found = best[(best["checkpoint"].astype(str) != RANDOM) & (best["method"].astype(str) == "head")
                  & (best["mention_type"].astype(str) == ALL) & (best["select_documents"].astype(str) == ALL)
                  & (best["score_documents"].astype(str) == ALL)].dropna(subset=["layer", "head", "accuracy"])
     found = found.assign(model=found["model"].astype(str), layer=found["layer"].astype(int),
@@ -144,18 +151,22 @@ def coreference_roles(best: pd.DataFrame, heads: pd.DataFrame | None) -> pd.Data
     return _role_frame(found, "coreference", "all mentions", "accuracy", "ci_low", "ci_high")
 
 
-def pattern_roles(model: str, task: str, features: pd.DataFrame, control: pd.DataFrame | None = None) -> pd.DataFrame:
+def pattern_roles(model: str, task: str, features: pd.DataFrame, control: pd.DataFrame | None = None, *,
+                  checkpoint: str = PRETRAINED, classes: Sequence[str] = ()) -> pd.DataFrame:
     """Per head and rule class but Heterogeneous, the share of the head's maps in the class (pattern features of
-    ``model``'s pretrained checkpoint on ``task``; ``control``: the random-init checkpoint's, where the study has
-    them). A class no map of a head falls in scores 0 for that head, a class no map at all falls in has no rows; no
-    interval (the features file has none)."""
+    ``model``'s ``checkpoint`` on ``task``; ``control``: the random-init checkpoint's, where the study has them). A
+    class no map of a head falls in scores 0 for that head; a class no map at all falls in has no rows unless
+    ``classes`` names it (the classes of the model's other checkpoints on the task: a class a fine-tuned checkpoint
+    lost scores 0 there, rather than vanishing); no interval (the features file has none)."""
     def shares(frame: pd.DataFrame) -> pd.DataFrame:
         table = pd.crosstab([frame["layer"].astype(int), frame["head"].astype(int)], frame["rule_class"].astype(str),
                             normalize="index")
+        table = table.reindex(columns=list(dict.fromkeys([*table.columns, *classes])), fill_value=0.0)
+        table.columns.name = "rule_class"
         return table.stack().rename("share").reset_index().rename(columns={"rule_class": "class"})
 
     found = shares(features)
-    found = found[found["class"] != NO_PATTERN].assign(model=model, checkpoint=PRETRAINED)
+    found = found[found["class"] != NO_PATTERN].assign(model=model, checkpoint=checkpoint)
     found = _with_control(found, None if control is None else shares(control), ["layer", "head", "class"], "share")
     frames = [_role_frame(rows, f"pattern:{name}", task, "share", None, None)
               for name, rows in found.groupby("class", sort=False)]
@@ -169,6 +180,20 @@ def disabling_roles(disabling: pd.DataFrame) -> pd.DataFrame:
     rows = rows.assign(importance=-rows["delta"].astype(float))
     detail = rows["task"].astype(str) + " " + rows["metric"].astype(str) + ", " + rows["mode"].astype(str)
     return _role_frame(rows, LAST_ROLE, detail, "importance", None, None)
+
+
+def _pattern_frames(patterns: Sequence[tuple[str, str, str, str | Path]]) -> list[pd.DataFrame]:
+    """The pattern roles of every (model, checkpoint, task) but the random-init control's, each checkpoint scored on
+    every class any checkpoint of the model has on the task."""
+    columns = ["layer", "head", "rule_class"]
+    features = {(m, c, t): pd.read_parquet(path, columns=columns) for m, c, t, path in patterns}
+    classes: dict[tuple[str, str], set[str]] = {}
+    for (model, checkpoint, task), frame in features.items():
+        if checkpoint != RANDOM:
+            classes.setdefault((model, task), set()).update(frame["rule_class"].astype(str))
+    return [pattern_roles(model, task, frame, features.get((model, RANDOM, task)), checkpoint=checkpoint,
+                          classes=sorted(classes[model, task] - {NO_PATTERN}))
+            for (model, checkpoint, task), frame in features.items() if checkpoint != RANDOM]
 
 
 def model_info(models: pd.DataFrame, family_of: Callable[[str | None], str], parameters: Mapping[str, int | None],
@@ -229,7 +254,8 @@ def atlas_table(models: str | Path, output: str | Path, *, family_of: Callable[[
                 treebank: str, select_split: str, score_split: str) -> pd.DataFrame:
     """Write tables/atlas.csv. ``tables``: name -> path of the study tables it reads (head_diagnostics,
     dependency_best, dependency_heads, coref_best, coref_heads, head_disabling), None or absent where the study
-    has none; ``patterns``: (model, checkpoint, task, pattern_features.parquet), pretrained and random."""
+    has none; ``patterns``: (model, checkpoint, task, pattern_features.parquet): pretrained, fine-tuned and
+    random (the control)."""
     read = {name: read_csv(path) for name, path in tables.items() if path is not None}
     frames = []
     if "head_diagnostics" in read:
@@ -239,13 +265,7 @@ def atlas_table(models: str | Path, output: str | Path, *, family_of: Callable[[
                                        select_split=select_split, score_split=score_split))
     if "coref_best" in read:
         frames.append(coreference_roles(read["coref_best"], read.get("coref_heads")))
-    columns = ["layer", "head", "rule_class"]
-    features = {(m, c, t): path for m, c, t, path in patterns}
-    for (model, checkpoint, task), path in features.items():
-        if checkpoint == PRETRAINED:
-            control = features.get((model, RANDOM, task))
-            frames.append(pattern_roles(model, task, pd.read_parquet(path, columns=columns),
-                                        None if control is None else pd.read_parquet(control, columns=columns)))
+    frames += _pattern_frames(patterns)
     if "head_disabling" in read:
         frames.append(disabling_roles(read["head_disabling"]))
     info = model_info(read_csv(models), family_of, parameters or {}, revisions or {})

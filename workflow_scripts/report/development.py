@@ -10,7 +10,10 @@ revisions (``models.NAME.revisions``), three measures per layer against the trai
   dependent -> head for an encoder, the causal union for a decoder; dependency_heads.csv).
 
 All on each revision's own weights (checkpoint ``pretrained``). A measure a table has no rows for is left out,
-never drawn as zero.
+never drawn as zero. The figure draws, beside the induction score (its right axis), Olsson et al. 2022's
+in-context learning score of each revision where the study has it (tables/icl_score.csv, the surface stage's: loss
+late in the context minus early; negative where later tokens are predicted better), so that the phase change in
+which induction heads form and in-context learning appears shows on one panel.
 """
 
 from __future__ import annotations
@@ -114,9 +117,11 @@ def _dependency_rows(heads: pd.DataFrame, points: list[tuple], treebank: str, se
     return rows
 
 
-def draw_head_development(table: str | Path, png: str | Path, pdf: str | Path, *, series: str) -> None:
+def draw_head_development(table: str | Path, png: str | Path, pdf: str | Path, *, series: str,
+                          icl_score: str | Path | None = None) -> None:
     """One panel per measure: the value per layer (one line each, layer 1 lightest) against the training step (the
-    revisions' order where a revision names no step)."""
+    revisions' order where a revision names no step); with ``icl_score`` (tables/icl_score.csv), the series' ICL
+    score on the induction panel's right axis."""
     import matplotlib.pyplot as plt
 
     frame = read_csv(table)
@@ -137,6 +142,8 @@ def draw_head_development(table: str | Path, png: str | Path, pdf: str | Path, *
         ax.set(title=label, xlabel="training step" if by_step else "revision (in the order listed)")
         if not len(part):
             ax.text(0.5, 0.5, "not measured in this study", ha="center", transform=ax.transAxes)
+    if icl_score is not None:
+        _draw_icl(axes[list(MEASURES).index("induction")], read_csv(icl_score), frame, series, x_column)
     steps = frame[x_column].astype(float)
     if by_step and len(steps) and steps.min() > 0 and steps.max() >= 10 * steps.min():
         axes[0].set_xscale("log")  # Pythia's steps 1000 ... 143000 (shared by every panel)
@@ -148,3 +155,24 @@ def draw_head_development(table: str | Path, png: str | Path, pdf: str | Path, *
         figure.legend(handles, [f"layer {layer + 1}" for layer in layers], fontsize=7, loc="outside right center")
     figure.suptitle(literal_text(f"{series}: head development over pretraining (each revision's own weights)"))
     save_figure(figure, png, pdf)
+
+
+def _draw_icl(ax, icl: pd.DataFrame, frame: pd.DataFrame, series: str, x_column: str) -> None:
+    """The series' ICL score per revision (black, dashed, its 95% interval as bars) on ``ax``'s right axis; x the
+    training step, or the revision's order in the head-development table where a revision names no step."""
+    icl = icl[(icl["series"].astype(str) == series)].dropna(subset=["icl_score"])
+    if x_column == "order":
+        order = dict(zip(frame["model"].astype(str), frame["order"], strict=False))
+        icl = icl.assign(order=icl["model"].astype(str).map(order)).dropna(subset=["order"])
+    if icl.empty:
+        return
+    icl = icl.sort_values(x_column)
+    right = ax.twinx()
+    x, value = icl[x_column].astype(float), icl["icl_score"].astype(float)
+    right.errorbar(x, value, yerr=[value - icl["icl_low"].astype(float), icl["icl_high"].astype(float) - value],
+                   color="black", linestyle="--", marker="s", markersize=3, capsize=2, linewidth=1)
+    right.axhline(0.0, color="black", linewidth=0.5, alpha=0.4)
+    first = icl.iloc[0]
+    right.set_ylabel(f"ICL score, nats (loss at token {int(first['late_position'])} minus token "
+                     f"{int(first['early_position'])})", fontsize=8)
+    ax.set_title(f"{MEASURES['induction']}; dashed: ICL score (right)")

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .inputs import RuleInputs
+from .inputs import rule_inputs
 from .model import Study, new_study
-from .plans import ablation, attention, data, explorer, finetune, finetune_effects, models, report, surface, syntax
+from .plans import stage_plans
 
-# One plan per stage, in the order of core/stages.py's STAGES (tests/study/test_stage_plans.py checks it).
-STAGE_PLANS = (data, models, finetune, attention, surface, syntax, finetune_effects, ablation, report, explorer)
+# One plan per stage, in the order of core/stages.py's STAGES, found by the stage's name (plans/__init__.py).
+STAGE_PLANS = stage_plans()
 
 
 def build_study(config: Mapping[str, Any]) -> Study:
@@ -23,5 +23,5 @@ def build_study(config: Mapping[str, Any]) -> Study:
     study = new_study(config)
     for stage_plan in STAGE_PLANS:
         stage_plan.plan(study)
-    study.inputs = RuleInputs.of(study)
+    study.inputs = rule_inputs(study)
     return study

@@ -8,28 +8,17 @@ rules only (``snakemake --lint``) and the paths a job reads are unit-tested with
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import make_dataclass
+from typing import TYPE_CHECKING, Any
 
-from .plans import ablation, data, explorer, finetune, finetune_effects, surface, syntax
+from .plans import stage_plans
 
 if TYPE_CHECKING:
     from .model import Study
 
 
-@dataclass(frozen=True)
-class RuleInputs:
-    """Each stage's input functions (the stages whose rules read none have no group)."""
-
-    data: data.Inputs
-    finetune: finetune.Inputs
-    surface: surface.Inputs
-    syntax: syntax.Inputs
-    finetune_effects: finetune_effects.Inputs
-    ablation: ablation.Inputs
-    explorer: explorer.Inputs
-
-    @classmethod
-    def of(cls, study: Study) -> RuleInputs:
-        return cls(data.Inputs(study), finetune.Inputs(study), surface.Inputs(study), syntax.Inputs(study),
-                   finetune_effects.Inputs(study), ablation.Inputs(study), explorer.Inputs(study))
+def rule_inputs(study: Study) -> Any:
+    """Each stage's input functions, as ``STUDY.inputs.<stage>``: an instance of every plan's ``Inputs`` (the stages
+    whose rules read none declare none), in a frozen record with one field per such stage."""
+    groups = {plan.STAGE: plan.Inputs(study) for plan in stage_plans() if hasattr(plan, "Inputs")}
+    return make_dataclass("RuleInputs", list(groups), frozen=True)(**groups)

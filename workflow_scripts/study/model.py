@@ -51,6 +51,7 @@ class Study:
     gradient_pairs: list[tuple[str, str]] = field(default_factory=list)       # those of the attention signal
     diagnostic_pairs: list[tuple[str, str]] = field(default_factory=list)     # (model, checkpoint): synthetic inputs
     diagnostic_lengths: dict[str, int] = field(default_factory=dict)           # model -> the L it reads
+    icl_points: dict[str, list] = field(default_factory=dict)  # model -> [series, revision, step]: the ICL score
     # syntax
     syntax_splits: list[str] = field(default_factory=list)
     syntax_targets: list[tuple[str, str, str]] = field(default_factory=list)  # (model, checkpoint, treebank)
@@ -71,10 +72,12 @@ class Study:
     development_series: dict[str, list[list]] = field(default_factory=dict)  # name -> [[model, revision, step]]
     atlas_inputs: dict[str, Any] = field(default_factory=dict)    # input name -> path(s) (plans/report.py)
     atlas_params: dict[str, Any] = field(default_factory=dict)
+    role_agreement_pairs: list[dict[str, Any]] = field(default_factory=list)  # plans/report.py
+    development_figure_inputs: dict[str, str] = field(default_factory=dict)   # table name -> path, besides its own
     # explorer
     explorer: ExplorerPlan = field(default_factory=ExplorerPlan)
     stage_outputs: dict[str, list[str]] = field(default_factory=dict)
-    # The rules' input functions, per stage (workflow_scripts/study/inputs.py: RuleInputs), set by build.build_study
+    # The rules' input functions, per stage (workflow_scripts/study/inputs.py: rule_inputs), set by build.build_study
     # once every stage has planned: inputs.py reads the Study, so this module does not import it.
     inputs: Any = None
 

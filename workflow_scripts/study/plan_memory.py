@@ -24,8 +24,11 @@ tokens).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from ..core.sizes import GIGABYTES, size_text
+from ..models.shape import ModelShape
 
 log = logging.getLogger(__name__)
 
@@ -35,16 +38,9 @@ OVERHEAD_BYTES = 1.5e9
 GB = 1e9
 
 
-@dataclass
-class Shape:
-    """What the estimates read of a model's architecture."""
-
-    parameters: int
-    layers: int
-    hidden: int
-    heads: int
-    lora_parameters_per_rank: int = 0  # trained parameters of LoRA's updates per unit of rank
-    classifier: int = 0  # parameters of a two-label classifier head (trained whole under LoRA)
+def gigabytes(n: float) -> str:
+    """Bytes in GB, whatever their size: the estimates of a model's jobs compare at a glance."""
+    return size_text(n, GIGABYTES)
 
 
 @dataclass
@@ -55,13 +51,14 @@ class Estimate:
     parts: dict[str, float] = field(default_factory=dict)
 
     def describe(self) -> str:
-        parts = ", ".join(f"{name} {value / GB:.1f} GB" for name, value in self.parts.items())
-        return f"{self.bytes / GB:.1f} GB ({parts}, overhead {OVERHEAD_BYTES / GB:.1f} GB)"
+        parts = ", ".join(f"{name} {gigabytes(value)}" for name, value in self.parts.items())
+        return f"{gigabytes(self.bytes)} ({parts}, overhead {gigabytes(OVERHEAD_BYTES)})"
 
 
-def shape_of(config: Any) -> Shape:
-    """A model's shape from its transformers config: parameters counted on the meta device (no memory, no
-    weights), and the parameters LoRA would train per unit of rank in its family's target projections."""
+def shape_of(config: Any) -> ModelShape:
+    """A model's shape (models/shape.py) from its transformers config, with its parameters counted on the meta
+    device (no memory, no weights) and the parameters LoRA would train per unit of rank in its family's target
+    projections."""
     import torch
 
     from ..models.families import family_of, from_config
@@ -73,21 +70,25 @@ def shape_of(config: Any) -> Shape:
                    if name.rsplit(".", 1)[-1] in targets and hasattr(module, "in_features"))
     per_rank += sum(sum(module.weight.shape) for name, module in model.named_modules()  # GPT-2's Conv1D
                     if name.rsplit(".", 1)[-1] in targets and not hasattr(module, "in_features"))
-    hidden = int(getattr(config, "hidden_size", 0) or config.n_embd)
-    return Shape(parameters=sum(p.numel() for p in model.parameters()), layers=int(config.num_hidden_layers),
-                 hidden=hidden, heads=int(config.num_attention_heads), lora_parameters_per_rank=per_rank,
-                 classifier=hidden * hidden + 2 * hidden)
+    parameters = sum(p.numel() for p in model.parameters())
+    return replace(ModelShape.from_config(config), parameters=parameters, lora_parameters_per_rank=per_rank)
 
 
-def training_activations(shape: Shape, batch: int, length: int, precision: str) -> float:
+def classifier_parameters(shape: ModelShape) -> int:
+    """The parameters of a two-label classifier head on the model (trained whole under LoRA): its dense layer and
+    its output, weights only."""
+    return shape.hidden * shape.hidden + 2 * shape.hidden
+
+
+def training_activations(shape: ModelShape, batch: int, length: int, precision: str) -> float:
     per_layer = length * batch * shape.hidden * (34 + 5 * shape.heads * length / shape.hidden)
     return shape.layers * per_layer * (1 if precision == "bf16" else 2)
 
 
-def finetune_estimate(model: str, task: str, shape: Shape, settings: Any) -> Estimate:
+def finetune_estimate(model: str, task: str, shape: ModelShape, settings: Any) -> Estimate:
     length, batch = int(settings["max_length"]), int(settings["batch_size"])
     if settings["method"] == "lora":
-        trained = shape.lora_parameters_per_rank * int(settings["lora_rank"]) + shape.classifier
+        trained = shape.lora_parameters_per_rank * int(settings["lora_rank"]) + classifier_parameters(shape)
         parts = {"frozen float32 weights": 4.0 * shape.parameters,
                  "LoRA updates, gradients, AdamW states": FULL_FINETUNE_BYTES * trained}
     else:
@@ -96,27 +97,28 @@ def finetune_estimate(model: str, task: str, shape: Shape, settings: Any) -> Est
     return Estimate(f"finetune_{task}", model, sum(parts.values()) + OVERHEAD_BYTES, parts)
 
 
-def forward_parts(shape: Shape, weights: str, batch: int, length: int) -> dict[str, float]:
+def forward_parts(shape: ModelShape, weights: str, batch: int, length: int) -> dict[str, float]:
     size = BYTES[weights]
     return {"weights": float(shape.parameters * size),
             "one layer's activations": batch * length * (4 * shape.hidden) * 4.0 * size}
 
 
-def extraction_estimate(model: str, shape: Shape, attention: dict[str, Any], length: int, dtype: str) -> Estimate:
+def extraction_estimate(model: str, shape: ModelShape, attention: dict[str, Any], length: int,
+                        dtype: str) -> Estimate:
     batch = max(1, min(int(attention["batch_size"]), int(attention["max_batch_tokens"]) // length))
     parts = forward_parts(shape, dtype, batch, length)
     parts["attention maps"] = shape.layers * batch * shape.heads * length ** 2 * (BYTES[dtype] + 2.0)
     return Estimate("extract_attention", model, sum(parts.values()) + OVERHEAD_BYTES, parts)
 
 
-def disabling_estimate(model: str, shape: Shape, ablation: dict[str, Any], length: int) -> Estimate:
+def disabling_estimate(model: str, shape: ModelShape, ablation: dict[str, Any], length: int) -> Estimate:
     batch = int(ablation["batch_size"])
     parts = forward_parts(shape, "float32", batch, length)
     parts["one layer's attention maps"] = batch * shape.heads * length ** 2 * 4.0
     return Estimate("head_disabling", model, sum(parts.values()) + OVERHEAD_BYTES, parts)
 
 
-def gpu_estimates(config: dict[str, Any], model: str, shape: Shape, tasks: list[str], ablated: list[str]
+def gpu_estimates(config: dict[str, Any], model: str, shape: ModelShape, tasks: list[str], ablated: list[str]
                   ) -> list[Estimate]:
     """Every GPU job kind of ``model`` in the study whose device may be a GPU (auto or cuda): fine-tuning per task,
     extraction, head disabling."""
@@ -129,7 +131,8 @@ def gpu_estimates(config: dict[str, Any], model: str, shape: Shape, tasks: list[
         if settings["device"] != "cpu":
             estimates.append(finetune_estimate(model, task, shape, settings))
     if config["attention"]["device"] != "cpu":
-        estimates.append(extraction_estimate(model, shape, config["attention"], entry["max_length"], entry["dtype"]))
+        estimates.append(extraction_estimate(model, shape, config["attention"], entry["max_length"],
+                                             entry["dtype"]))
     if ablated and config["ablation"]["device"] != "cpu":
         estimates.append(disabling_estimate(model, shape, config["ablation"], entry["max_length"]))
     return estimates
@@ -143,7 +146,7 @@ def model_config(name: str, entry: dict[str, Any]) -> Any | None:
     return None if found is None else found[0]
 
 
-def study_estimates(config: dict[str, Any]) -> tuple[dict[str, tuple[Shape, list[Estimate]]], list[str]]:
+def study_estimates(config: dict[str, Any]) -> tuple[dict[str, tuple[ModelShape, list[Estimate]]], list[str]]:
     """Each study model's shape and GPU job estimates, and the models whose shape is not known here."""
     tasks = config["finetune"]["tasks"]
     tasks = list(config["study"]["tasks"] if tasks is None else tasks)
@@ -187,14 +190,14 @@ def gpu_memory_problems(config: dict[str, Any]) -> list[str]:
     return problems
 
 
-def refusal(estimate: Estimate, limit_gb: float, shape: Shape, settings: dict[str, Any] | None) -> str:
+def refusal(estimate: Estimate, limit_gb: float, shape: ModelShape, settings: dict[str, Any] | None) -> str:
     """The config problem of an estimate above the declared GPU memory: the job, model, estimate, limit, fixes."""
     fixes = []
     if estimate.job.startswith("finetune_"):
         if settings and settings["method"] != "lora" and shape.lora_parameters_per_rank:  # its family has targets
             lora = finetune_estimate(estimate.model, estimate.job.removeprefix("finetune_"), shape,
                                      {**settings, "method": "lora"})
-            fixes.append(f"finetune.method: lora (about {lora.bytes / GB:.1f} GB)")
+            fixes.append(f"finetune.method: lora (about {gigabytes(lora.bytes)})")
         if settings and settings["precision"] != "bf16":
             fixes.append("finetune.precision: bf16 (halves the activations)")
         fixes.append("a lower finetune.batch_size or finetune.max_length")
@@ -239,14 +242,15 @@ def memory_lines(summary: dict[str, Any], took: dict[str, str] | None = None) ->
         jobs = model["jobs"]
         tuning = max((job for job in jobs if job.startswith("finetune_")), key=lambda job: jobs[job]["bytes"],
                      default=None)
-        shown = [(f"fine-tuning {jobs[tuning]['bytes'] / GB:.1f} GB ({tuning.removeprefix('finetune_')})", tuning)
+        shown = [(f"fine-tuning {gigabytes(jobs[tuning]['bytes'])} ({tuning.removeprefix('finetune_')})", tuning)
                  ] if tuning else []
-        shown += [(f"{label} {jobs[job]['bytes'] / GB:.1f} GB", job) for label, job in
+        shown += [(f"{label} {gigabytes(jobs[job]['bytes'])}", job) for label, job in
                   (("extraction", "extract_attention"), ("head disabling", "head_disabling")) if job in jobs]
         over = [job for _, job in shown if limit and jobs[job]["bytes"] > limit * GB]
         time = f", {took[name]}" if took and name in took else ""
-        lines.append(f"  {name} ({model['parameters'] / 1e9:.2f} B parameters{time}): "
-                     + (", ".join(text for text, _ in shown) or "no GPU job") + (" -- over the limit" if over else ""))
+        jobs_text = ", ".join(text for text, _ in shown) or "no GPU job"
+        lines.append(f"  {name} ({model['parameters'] / 1e9:.2f} B parameters{time}): {jobs_text}"
+                     + (" -- over the limit" if over else ""))
     if summary["unknown"]:
         lines.append(f"  not estimated (no config.json here, none recorded): {', '.join(summary['unknown'])}")
     return lines

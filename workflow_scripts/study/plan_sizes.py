@@ -9,18 +9,15 @@ offline study, below, each with its source. Nothing else is guessed: the rest is
 from __future__ import annotations
 
 import json
-import os
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from ..core.subjects import base_model
 from ..data.corpora import WINDOW_SUFFIX
 from ..models.cards import model_location
-from ..models.families import family_of
-from ..models.known_configs import KNOWN_CONFIGS, layers_and_heads
+from ..models.known_configs import recorded_shape
+from ..models.shape import ModelShape, hub_config, may_ask_hub
 from .model import Study
 
 # Bytes on disk per float16 attention value, by attention.compression: measured on the 1000-segment wiki
@@ -107,25 +104,9 @@ def _read_json(path: Path) -> dict[str, Any] | None:
         return None
 
 
-@dataclass
-class ModelShape:
-    layers_heads: tuple[int, int] | None   # None: nothing local says
-    source: str                            # where the numbers come from
-    # Whether the checkpoint has a masked-LM head (the separator gradient needs one), from config.json's
-    # 'architectures' (BertForMaskedLM, BertForPreTraining: yes; BertModel: no); None: not known.
-    mlm_head: bool | None = None
-    # A decoder (its family is causal, models/families.py): its dumps store each map's lower triangle.
-    causal: bool = False
-
-
-def _mlm_head(config: dict[str, Any]) -> bool | None:
-    names = config.get("architectures")
-    return any("MaskedLM" in n or "ForPreTraining" in n for n in names) if names else None
-
-
 def model_shape(study: Study, model: str, *, network: bool) -> ModelShape:
-    """Layers and heads of a study model: its card in the results, its local config.json (folder, package,
-    hub cache), the known hub models, or the hub itself (network allowed and not offline)."""
+    """The shape of a study model (models/shape.py): its card in the results, its local config.json (folder,
+    package, hub cache), the known hub models, or the hub itself (network allowed and not offline)."""
     entry = study.config["models"][model]
     hub = entry.get("hub")
     if hub:
@@ -137,31 +118,25 @@ def model_shape(study: Study, model: str, *, network: bool) -> ModelShape:
         config_file = Path(model_location(model, entry)) / "config.json"
     config = (_read_json(config_file) if config_file else None) or {}
     card = _read_json(Path(study.results) / "models" / model / "model.json")
-    causal = family_of(config.get("model_type") or (card or {}).get("model_type")).causal
     if card and card.get("num_layers") and card.get("num_heads"):
-        return ModelShape((int(card["num_layers"]), int(card["num_heads"])), "model card", _mlm_head(config), causal)
-    layers = next((config[k] for k in ("num_hidden_layers", "n_layers", "num_layers", "n_layer") if k in config),
-                  None)
-    heads = next((config[k] for k in ("num_attention_heads", "n_heads", "num_heads", "n_head") if k in config), None)
-    if layers and heads:
-        return ModelShape((int(layers), int(heads)), "config.json", _mlm_head(config), causal)
-    if (known := layers_and_heads(hub)) is not None:  # a revision has the model's architecture
-        recorded = KNOWN_CONFIGS[hub]
-        return ModelShape(known, "the hub's config.json as models/known_configs.py records it", _mlm_head(recorded),
-                          family_of(recorded["model_type"]).causal)
-    if hub and network and not study.offline and not os.environ.get("HF_HUB_OFFLINE"):
+        # The card's numbers are those its job loaded; the config.json here says whether the weights have a
+        # masked-LM head and, with the card, what the model type is.
+        model_type = config.get("model_type") or card.get("model_type")
+        keys = {**card, "model_type": model_type, "architectures": config.get("architectures")}
+        return ModelShape.from_config(keys, source="model card")
+    shape = ModelShape.from_config(config, source="config.json")
+    if shape.layers_heads:
+        return shape
+    recorded = recorded_shape(hub)  # a revision has the model's architecture
+    if recorded is not None:
+        return recorded
+    if hub and may_ask_hub(network=network, offline=study.offline):
         try:
-            from huggingface_hub import constants
-            from transformers import AutoConfig
-
-            # Without a name server the hub library retries for about 25 s; a failed lookup answers at once.
-            socket.getaddrinfo(urlparse(constants.ENDPOINT).hostname, 443)
-            loaded = AutoConfig.from_pretrained(hub, revision=entry.get("revision"))
-            return ModelShape((loaded.num_hidden_layers, loaded.num_attention_heads), "hub config.json",
-                              _mlm_head(loaded.to_dict()), family_of(loaded.model_type).causal)
+            return ModelShape.from_config(hub_config(hub, entry.get("revision")), source="hub config.json")
         except Exception as exc:  # noqa: BLE001 - no network or no such model: the plan says unknown
-            return ModelShape(None, f"unknown (needs the model's config; the hub did not answer: {type(exc).__name__})")
-    return ModelShape(None, "unknown (needs the model's config)")
+            why = f"the hub did not answer: {type(exc).__name__}"
+            return ModelShape(source=f"unknown (needs the model's config; {why})")
+    return ModelShape(source="unknown (needs the model's config)")
 
 
 def token_table_t2(study: Study, model: str, corpus: str, split: str, *, causal: bool = False) -> int | None:

@@ -22,7 +22,6 @@ whichever is slower, on the results folder's disk. Extraction's writer and hashi
 from __future__ import annotations
 
 import os
-import socket
 import statistics
 import sys
 import tempfile
@@ -32,13 +31,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from ..attention.shard_writer import DIGEST as SHARD_DIGEST
 from ..core.file_records import file_digest
 from ..models.cards import model_location
 from ..models.families import from_config, load_pretrained
 from ..models.known_configs import config_here
+from ..models.shape import hub_config, may_ask_hub
 from .model import Study
 
 # On a CPU the time per example hardly depends on the batch (bert-base, 128 tokens, one thread: 0.27-0.33
@@ -237,24 +236,18 @@ def storage_rate(folder: str | Path, *, size: int = STORAGE_BYTES, chunk: int = 
 def model_config(study: Study, model: str, *, network: bool) -> tuple[Any, str]:
     """A model's config and where it comes from: its local config.json (folder, package, hub cache), the known
     hub models, or the hub (network allowed); NotTimed when none has it."""
-    from transformers import AutoConfig
-
     entry = study.config["models"][model]
-    hub, revision = entry.get("hub"), entry.get("revision")
-    options = {"revision": revision} if revision else {}
-    if (found := config_here(model, entry)) is not None:
+    hub = entry.get("hub")
+    found = config_here(model, entry)
+    if found is not None:
         return found
     if not hub:
         raise NotTimed(f"no config.json in {model_location(model, entry)}")
-    if not network or study.offline or os.environ.get("HF_HUB_OFFLINE"):
+    if not may_ask_hub(network=network, offline=study.offline):
         raise NotTimed(f"no config.json of {hub} in the hub cache, and the hub is not asked offline or with "
                        "--no-network")
     try:
-        from huggingface_hub import constants
-
-        # Without a name server the hub library retries for about 25 s; a failed lookup answers at once.
-        socket.getaddrinfo(urlparse(constants.ENDPOINT).hostname, 443)
-        return AutoConfig.from_pretrained(hub, **options), "its config.json from the hub"
+        return hub_config(hub, entry.get("revision")), "its config.json from the hub"
     except Exception as exc:  # noqa: BLE001 - no network or no such model: not timed, and why
         raise NotTimed(f"no config.json of {hub} in the hub cache, and the hub did not give it "
                        f"({type(exc).__name__})") from exc

@@ -10,5 +10,27 @@ Each module is named after its stage (``STAGES`` in core/stages.py) and holds:
 They live in workflow_scripts/study/ rather than in each stage's folder because a plan reads the Study and the
 config, which the stages' science never does (docs/contributing.md, "Which way imports run"): the science stays
 plain functions, and only the rules and the entry points import the study. ``build.build_study`` runs the plans
-in order (``STAGE_PLANS``).
+in order (:func:`stage_plans`).
+
+The plans are found by their stage's name (:func:`stage_plan`), so that the list of stages is spelled once, as
+``STAGES``: the build, the explorer's earlier plans and the rules' input functions (``inputs.py``) follow from it,
+and a new stage is a new module here, registered nowhere.
 """
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from ...core.stages import STAGES
+
+
+def stage_plan(stage: str) -> ModuleType:
+    """The plan of ``stage``: the module ``plans/<stage>.py``."""
+    return importlib.import_module(f"{__name__}.{stage}")
+
+
+def stage_plans(before: str | None = None) -> tuple[ModuleType, ...]:
+    """Every stage's plan in the order of ``STAGES``; with ``before``, those of the stages before that one."""
+    stages = STAGES if before is None else STAGES[:STAGES.index(before)]
+    return tuple(stage_plan(stage) for stage in stages)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import ConfigError
-from . import ablation, attention, data, finetune, finetune_effects, models, surface, syntax
+from . import stage_plans
 from .declarations import ExplorerPlan
 
 if TYPE_CHECKING:
@@ -22,21 +22,22 @@ if TYPE_CHECKING:
 STAGE = "explorer"
 PRETRAINED = "pretrained"
 INDEX = "_index"
+# The report's tables the index (the atlas page) draws, those the study plans.
+ATLAS_TABLES = ("atlas", "role_agreement")
 ANALYSES = ()
-# The plans of the stages before the explorer whose declared tables a page may read.
-EARLIER_PLANS = (data, models, finetune, attention, surface, syntax, finetune_effects, ablation)
 
 
 def explorer_tables() -> list[str]:
     """Every table the earlier stages declare for the explorer, in stage order."""
-    return [table for plan in EARLIER_PLANS for analysis in plan.ANALYSES for table in analysis.explorer_tables]
+    return [table for plan in stage_plans(before=STAGE) for analysis in plan.ANALYSES
+            for table in analysis.explorer_tables]
 
 
 def plan(study: Study) -> None:
     """Set ``study.explorer`` and the stage's outputs (one page per model)."""
     planned = set(study.outputs())
     tables = {name: study.paths.table(name) for name in explorer_tables() if study.paths.table(name) in planned}
-    measures = [measure.as_params() for plan in EARLIER_PLANS for analysis in plan.ANALYSES
+    measures = [measure.as_params() for plan in stage_plans(before=STAGE) for analysis in plan.ANALYSES
                 for measure in analysis.explorer_measures if measure.table in tables]
     study.explorer = ExplorerPlan(tables=tables, measures=measures)
     study.explorer.corpus, study.explorer.split, study.explorer.task = _example_source(study)
@@ -117,6 +118,17 @@ def explorer_layout(study: Study, model: str) -> dict[str, Any]:
     return layout
 
 
+def index_inputs(study: Study) -> dict[str, str]:
+    """Named inputs of the index, the study's atlas page: the models table, and tables/atlas.csv and
+    tables/role_agreement.csv where the report plans them (the report plans before the explorer)."""
+    planned = set(study.outputs())
+    inputs = {"models": study.paths.table("models")}
+    for name in ATLAS_TABLES:
+        if study.paths.table(name) in planned:
+            inputs[name] = study.paths.table(name)
+    return inputs
+
+
 class Inputs:
     """Input and params functions of rules/explorer.smk (``STUDY.inputs.explorer``)."""
 
@@ -126,6 +138,10 @@ class Inputs:
     def page(self, wc: Any) -> dict[str, Any]:
         """The tables, pattern features, example dumps and token table of the model's page."""
         return explorer_inputs(self.study, wc.model)
+
+    def index(self, wc: Any) -> dict[str, str]:
+        """The models table and the atlas's tables the study plans (the index reads those it is given)."""
+        return index_inputs(self.study)
 
     def layout(self, wc: Any) -> dict[str, Any]:
         """A params function: how the page's input files line up (checkpoints, tasks, the examples' corpus)."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...core.stages import STAGES
+from ...core.subjects import subject_name
+from ...finetune.tasks import checkpoint_name
 from ...report.atlas import ATLAS_INPUTS
 from ...report.registry import report_tables
 from ..revisions import revision_series
@@ -31,9 +33,13 @@ ANALYSES = (
              captions=("report_head_development.rst", "report_head_development_figure.rst")),
     Analysis("atlas", "the study, with any table of a head role", tables=("atlas",), figures=("report/atlas",),
              captions=("report_atlas.rst", "report_atlas_figure.rst")),
+    Analysis("role_agreement", "the study, with the atlas: every pair of related subjects x role",
+             tables=("role_agreement",), figures=("report/role_agreement",),
+             captions=("report_role_agreement.rst", "report_role_agreement_figure.rst")),
 )
 # The head-development measures' tables (docs/models.md, Pretraining checkpoints), those the study has.
 DEVELOPMENT_TABLES = ("sink_rates", "head_diagnostics", "dependency_heads")
+DEVELOPMENT_FIGURE_TABLES = ("icl_score",)
 
 
 def plan(study: Study) -> None:
@@ -72,6 +78,7 @@ def plan(study: Study) -> None:
     plan_signal_comparison(study)
     plan_head_development(study)
     plan_atlas(study)
+    plan_role_agreement(study)
 
 
 def figure_path(study: Study, declared: str, ext: str) -> str:
@@ -107,6 +114,9 @@ def plan_head_development(study: Study) -> None:
     study.development_inputs = inputs
     study.development_series = {name: [[p.model, p.revision, p.step] for p in points]
                                 for name, points in series.items()}
+    # The ICL score of each revision (surface stage), drawn beside the induction score.
+    study.development_figure_inputs = {name: study.paths.table(name) for name in DEVELOPMENT_FIGURE_TABLES
+                                       if study.paths.table(name) in planned}
     development = ANALYSES[3]
     study.stage_outputs[STAGE] += [study.paths.table(name) for name in development.tables] + [
         figure_path(study, figure.format(series=name), ext)
@@ -114,13 +124,16 @@ def plan_head_development(study: Study) -> None:
 
 
 def plan_atlas(study: Study) -> None:
-    """The cross-model atlas (workflow_scripts/report/atlas.py) from the role tables the study has, the pretrained
-    pattern features of each analysed task (and the random-init checkpoint's, its control) and, for the parameter
-    count, the random-init checkpoint of each model the study dumps at it (its safetensors: same architecture)."""
+    """The cross-model atlas (workflow_scripts/report/atlas.py) from the role tables the study has, the pattern
+    features of each analysed task on the pretrained checkpoint and each fine-tuned run's final checkpoint (and the
+    random-init checkpoint's, their control) and, for the parameter count, the random-init checkpoint of each model
+    the study dumps at it (its safetensors: same architecture)."""
     planned = set(study.outputs())
     tables = {name: study.paths.table(name) for name in ATLAS_INPUTS if study.paths.table(name) in planned}
-    parts = [(model, checkpoint, task) for model in study.models for task in study.effects_tasks
-             for checkpoint in ("pretrained", "random") if (model, checkpoint, task) in study.effects_targets]
+    # The pretrained and random-init checkpoints, and each fine-tuned run's final checkpoint (its steps are the
+    # trajectory of finetune_change, not a role's checkpoint).
+    parts = [(model, checkpoint, task) for model, checkpoint, task in study.effects_targets
+             if model in study.models and (checkpoint in ("pretrained", "random") or checkpoint.endswith(".final"))]
     if not tables and not any(checkpoint == "pretrained" for _, checkpoint, _ in parts):
         return
     random_models = [model for model in study.models
@@ -137,3 +150,53 @@ def plan_atlas(study: Study) -> None:
     atlas = ANALYSES[4]
     study.stage_outputs[STAGE] += [study.paths.table(name) for name in atlas.tables] + [
         figure_path(study, figure, ext) for figure in atlas.figures for ext in ("png", "pdf")]
+
+
+FINETUNED_ABSENT = ("the study measures no role on this fine-tuned checkpoint: its pattern classes need its task among "
+                    "finetune_effects.tasks, its causal importance among ablation.tasks, its diagnostics, dependency "
+                    "and coreference heads a dump of it (attention.checkpoints)")
+SIGNAL_ABSENT = ("the atlas leaves signal subjects out (it sets models' attention weights side by side; "
+                 "tables/signal_comparison.csv compares the signals)")
+
+
+def role_agreement_pairs(study: Study) -> list[dict[str, object]]:
+    """Every pair of related subjects the study holds, in this order: each model's pretrained checkpoint and each
+    fine-tuned run's final checkpoint; the final checkpoints of two seeds of one task; each revision of a series and
+    the next, and the last; each model's attention and each other signal of attention.signals."""
+    pairs: list[dict[str, object]] = []
+
+    def add(relation: str, first: tuple[str, str], second: tuple[str, str], **extra: object) -> None:
+        pairs.append({"relation": relation, "first_model": first[0], "first_checkpoint": first[1],
+                      "second_model": second[0], "second_checkpoint": second[1], **extra})
+
+    for model in study.models:
+        runs = [(task, seed) for m, task, seed in study.finetune_runs if m == model]
+        for task, seed in runs:
+            add("pretrained_vs_finetuned", (model, "pretrained"), (model, checkpoint_name(task, seed, "final")),
+                task=task, why_absent=FINETUNED_ABSENT)
+        for index, (task, seed) in enumerate(runs):
+            for other_task, other_seed in runs[index + 1:]:
+                if other_task == task:
+                    add("finetune_seeds", (model, checkpoint_name(task, seed, "final")),
+                        (model, checkpoint_name(task, other_seed, "final")), task=task, why_absent=FINETUNED_ABSENT)
+    for points in revision_series(study.config).values():
+        for index, point in enumerate(points[:-1]):
+            add("revision_next", (point.model, "pretrained"), (points[index + 1].model, "pretrained"))
+            add("revision_last", (point.model, "pretrained"), (points[-1].model, "pretrained"))
+    for model in study.models:
+        for signal in study.config["attention"]["signals"]:
+            if signal != "attention":
+                add("attention_vs_signal", (model, "pretrained"), (subject_name(model, signal), "pretrained"),
+                    why_absent=SIGNAL_ABSENT)
+    return pairs
+
+
+def plan_role_agreement(study: Study) -> None:
+    """With the atlas, how far each role holds between related subjects (workflow_scripts/report/role_agreement.py):
+    the pairs, and the table and figure."""
+    if not study.atlas_inputs:
+        return
+    study.role_agreement_pairs = role_agreement_pairs(study)
+    agreement = ANALYSES[5]
+    study.stage_outputs[STAGE] += [study.paths.table(name) for name in agreement.tables] + [
+        figure_path(study, figure, ext) for figure in agreement.figures for ext in ("png", "pdf")]

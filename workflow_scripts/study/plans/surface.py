@@ -9,6 +9,7 @@ from ...core.errors import ConfigError
 from ...core.subjects import split_subject
 from ...models.checkpoints import parse_checkpoint_name
 from ...surface.measures import HEAD_MEASURES, measure_named
+from ..revisions import revision_series
 from .declarations import Analysis, ExplorerMeasure, declared_figures, declared_tables
 
 if TYPE_CHECKING:
@@ -19,6 +20,7 @@ PER_SHARD = "(subject, checkpoint) x shard group of the surface dump"
 PER_CHECKPOINT = "(subject, checkpoint) of the surface dump"
 GRADIENT = "sep_gradient"
 DIAGNOSTICS = "head_diagnostics"
+ICL = "icl_score"
 ANALYSES = (
     Analysis("surface_heads", PER_SHARD, tables=("surface_heads",),
              figures=("special_tokens", "positional", "entropy"),
@@ -42,6 +44,8 @@ ANALYSES = (
                  ExplorerMeasure(DIAGNOSTICS, "first_token", "attention to the first token (random tokens)", "share",
                                  (("input", "random"),)),
              )),
+    Analysis(ICL, "(model, pretrained) of a model studied at two or more revisions: its causal LM on the surface "
+             "corpus's text", tables=(ICL,), captions=("surface_icl_score.rst",)),
     # Each head measure is run by the shared rules head_measure_{shard,part,table}; its caption is its own.
     *(Analysis(m.name, PER_SHARD, tables=(m.name,), captions=("surface_head_measure.rst",), sharded=True,
                explorer_tables=(m.name,) if m.in_explorer else (),
@@ -64,7 +68,12 @@ def plan(study: Study) -> None:
     # The diagnostics run the model on their own inputs: one job per model and checkpoint, never per signal.
     study.diagnostic_pairs = list(study.gradient_pairs)
     study.diagnostic_lengths = diagnostic_lengths(study)
-    planned = {GRADIENT: bool(study.gradient_pairs), DIAGNOSTICS: bool(study.diagnostic_pairs)}
+    # The ICL score beside the induction heads of the head-development figure: each revision of a series.
+    study.icl_points = {point.model: [name, point.revision, point.step]
+                        for name, points in revision_series(study.config).items() if len(points) >= 2
+                        for point in points if (point.model, "pretrained") in study.diagnostic_pairs}
+    planned = {GRADIENT: bool(study.gradient_pairs), DIAGNOSTICS: bool(study.diagnostic_pairs),
+               ICL: bool(study.icl_points)}
     analyses = [a for a in ANALYSES if planned.get(a.name, True)]
     study.stage_outputs[STAGE] = ([study.paths.table(name) for name in declared_tables(tuple(analyses))]
                                   + study.paths.figures(STAGE, declared_figures(tuple(analyses)))
@@ -129,6 +138,14 @@ class Inputs:
     def diagnostic_length(self, wc: Any) -> int:
         """A params function: L of the job's model (plan: :func:`diagnostic_lengths`)."""
         return self.study.diagnostic_lengths[wc.model]
+
+    def icl_point(self, wc: Any) -> list:
+        """A params function: [series, revision, step] of the job's model (plan: ``icl_points``)."""
+        return self.study.icl_points[wc.model]
+
+    def max_length(self, wc: Any) -> int:
+        """A params function: the job's model's max_length (its entry's, or the schema's default)."""
+        return int(self.study.config["models"][wc.model]["max_length"])
 
     def measure_caption(self, wc: Any) -> str:
         """A params function: the declared caption of the job's head measure (report/surface_head_measure.rst)."""

@@ -1,0 +1,43 @@
+"""The five-family study of tests/workflow/test_decoder_families.py, written here so that the session can start
+building it early (tests/support/background_builds.py): tiny GPT-NeoX (Pythia's family) and Llama (grouped-query
+attention) with random weights, OPT, a RoBERTa encoder, and a GPT-2 whose heads are set by hand
+(support/induction_gpt2.py: a previous-token head in layer 0, an induction head and a sink in layer 1), fine-tuned by
+LoRA, run to the tables that test reads (``TABLES``) and the atlas figure. Llama's token tables are made with
+prepend_bos false (rules/attention.smk's bos_ rules)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from .induction_gpt2 import TOKEN_CODES, save_induction_gpt2
+from .mirror import write_tiny_study
+from .tiny_models import save_from_config
+
+# The families' models made from a config: model type and the keys their configs also need. llama: two query heads
+# share each value head.
+FAMILIES = {"neox": ("gpt_neox", {}), "llama": ("llama", {"num_key_value_heads": 2}),
+            "opt": ("opt", {"ffn_dim": 64, "word_embed_proj_dim": 32}), "encoder": ("roberta", {"type_vocab_size": 1})}
+TABLES = ("attention_dumps", "head_diagnostics", "sink_rates", "dependency_best", "finetune_metrics",
+          "head_disabling", "finetune_change", "pattern_classes", "lexical_change", "atlas")
+
+
+def write_families_study(work: Path, tokenizer_dir: Path) -> tuple[Path, tuple[str, ...]]:
+    """The models (under ``work/models``, with the tokenizer in ``tokenizer_dir``: the tiny RoBERTa's), the tiny
+    mirror and ``work/tiny.yaml``; returns ``work`` and the targets of its run."""
+    models = {name: save_from_config(work / "models" / name, model_type, tokenizer_dir, extra)
+              for name, (model_type, extra) in FAMILIES.items()}
+    models["gpt2"] = save_induction_gpt2(work / "models" / "induction-gpt2", tokenizer_dir, sink=True)
+    write_tiny_study(work, models["neox"])
+    config = yaml.safe_load((work / "tiny.yaml").read_text())
+    config["models"] = {name: {"path": str(folder), "max_length": 32} for name, folder in models.items()}
+    # Both tokenizers put <s> first (the tiny RoBERTa's): Llama's token tables are made without it.
+    config["models"]["llama"]["prepend_bos"] = False
+    config["study"]["models"] = list(models)
+    config["attention"]["corpora"] = {"wiki": ["segments"], "ewt": ["train", "dev"]}
+    config["finetune"].update(method="lora", lora_rank=2, lora_alpha=4, lora_learning_rate=1.0e-2)
+    # the hand-set GPT-2 codes token ids below TOKEN_CODES only: the random-token inputs draw from those
+    config["surface"]["diagnostics"].update(token_range=[5, TOKEN_CODES], sequences=8)
+    (work / "tiny.yaml").write_text(yaml.safe_dump(config))
+    return work, (*(f"results/tables/{name}.csv" for name in TABLES), "results/figures/report/atlas.png")
