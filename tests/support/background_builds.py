@@ -1,12 +1,11 @@
-"""Shared whole-DAG studies built in the background from the start of a test session.
+"""Shared whole-DAG studies, each built once per test session by one thread when a test first asks for it
+(tests/conftest.py's ``SHARED_STUDIES`` and their fixtures).
 
-Most of the suite's first minutes are unit tests, which keep one of CI's two cores busy at most; the studies that the
-end-to-end tests share (the tiny study of tests/conftest.py) are built meanwhile, one at a time, at a lower
-priority (``nice``), so that they are ready, or nearly so, when the first test that reads them runs. A session none
-of whose tests reads a study builds none (``pytest -m "not e2e"``, one stage's folder); a study that a test asks for
-without the session having queued it is built when asked, as before. The build is the same real ``snakemake`` run
-(``support.workflow_runs.snakemake_command``, offline): only the moment it starts changes.
-"""
+Queuing them all at the session's start, to build them while the unit tests ran, did not pay on the 2-core
+machine: in the one full run with it (2026-11-28) the suite took 24 min (15.6 the day before, without it), the first
+test waiting 773 s for the studies' setup, which ran before it. A study is the same real ``snakemake`` run
+(``support.workflow_runs.snakemake_command``, offline) either way; a session that stops early ends the run in
+progress."""
 
 from __future__ import annotations
 

@@ -184,9 +184,11 @@ def test_adding_a_task_adds_exactly_that_tasks_branch(built, tmp_path):
     assert any("rte.seed" in o for o in outputs), "the new task must be fine-tuned"
     # The pattern classifier is trained on maps of every task, so it is study-wide too (one per signal).
     pooled = ("results/analysis/finetune_effects/tiny/pattern_", "results/analysis/finetune_effects/tiny@norm/pattern_")
-    # The explorer's page reads every per-head table (the new task's change and pattern classes among them);
-    # the found heads are ablated in every fine-tuned task.
-    study_wide = ("results/explorer/tiny.html", "results/analysis/ablation/tiny/found_heads.csv")
+    # The explorer's page reads every per-head table (the new task's change and pattern classes among them), and the
+    # atlas page (_index.html) the atlas and role agreement, which gain the task's checkpoints; the found heads are
+    # ablated in every fine-tuned task.
+    study_wide = ("results/explorer/tiny.html", "results/explorer/_index.html",
+                  "results/analysis/ablation/tiny/found_heads.csv")
     stray = {o for o in outputs if "rte" not in o and not o.startswith((*STUDY_WIDE, *pooled, *study_wide))}
     assert not stray, f"outputs outside the rte branch would be rebuilt: {sorted(stray)}"
 
