@@ -81,8 +81,10 @@ def render(name: str, data: Mapping[str, Any], title: str, extra: Mapping[str, s
     # Nothing is loaded from anywhere (default-src 'none'); only this script and this style apply.
     policy = (f"default-src 'none'; script-src {_sha256(script)}; style-src {_sha256(style)}; "
               "base-uri 'none'; form-action 'none'")
-    parts = {**(extra or {}), "CSP": policy, "TITLE": html.escape(title), "STYLE": style,
-             "DATA": embed_json(data), "SCRIPT": script}
+    # Every page's head (head.html): the one place of the policy, the title and the style.
+    head_parts = {"CSP": policy, "TITLE": html.escape(title), "STYLE": style}
+    head = _PLACEHOLDER.sub(lambda m: head_parts[m.group(1)], _asset("head.html"))
+    parts = {**(extra or {}), "HEAD": head, "DATA": embed_json(data), "SCRIPT": script}
     # One pass: text put in is never searched for placeholders again.
     return _PLACEHOLDER.sub(lambda m: parts[m.group(1)], _asset(f"{name}.html"))
 
