@@ -43,11 +43,11 @@ def targets(configfiles: list[str], cli: list[str], results: Path) -> list[str]:
     """The per-dump parts of the study's surface, distance and dependency analyses, under ``results``."""
     study = build_study(resolve_config(configfiles, [*cli, f"results={results}"]))
     out = []
-    for model, checkpoint in study.surface_pairs:
+    for model, checkpoint in study.surface.pairs:
         for name in ("surface_heads", "attention_distance"):
             out.append(study.paths.analysis("surface", model, checkpoint, f"{name}.csv"))
-    for model, checkpoint, treebank in study.syntax_targets:
-        for split in study.syntax_splits:
+    for model, checkpoint, treebank in study.syntax.targets:
+        for split in study.syntax.splits:
             out.append(study.paths.analysis("syntax", model, checkpoint, "dependency", f"{treebank}_{split}.parquet"))
     return out
 

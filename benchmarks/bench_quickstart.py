@@ -31,7 +31,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
-from study_times import job_times, rule_stages, stage_of  # noqa: E402 - the folder is on sys.path only from here
+from study_times import job_times  # noqa: E402 - the folder is on sys.path only from here
+
+sys.path.insert(0, str(REPO))
+from workflow_scripts.study.plan_dry_run import rule_stages, stage_of  # noqa: E402 - the repository, on sys.path
 
 BUDGET_SECONDS = 120
 BUDGET_MB = 500
@@ -135,13 +138,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def report(results: Path, wall_s: float, dry_s: float, peak_kb: int, cores: int) -> None:
-    names, prefixes = rule_stages()
+    stages = rule_stages()
     jobs = job_times(results)
     per_stage: dict[str, float] = defaultdict(float)
     per_rule: dict[str, list[float]] = defaultdict(list)
     for job in jobs:
         seconds = job["end"] - job["start"]
-        per_stage[stage_of(job["rule"], names, prefixes)] += seconds
+        per_stage[stage_of(job["rule"], stages)] += seconds
         per_rule[job["rule"]].append(seconds)
     busy = sum(per_stage.values())
     disk = folder_mb(results)

@@ -28,16 +28,19 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
-from study_times import busy_seconds, job_times, rule_stages, stage_of  # noqa: E402 - on sys.path from here
+from study_times import busy_seconds, job_times  # noqa: E402 - on sys.path from here
+
+sys.path.insert(0, str(REPO))
+from workflow_scripts.study.plan_dry_run import rule_stages, stage_of  # noqa: E402 - the repository, on sys.path
 
 
 def stage_table(jobs: list[dict]) -> list[dict]:
     """Per stage: wall seconds (union of its jobs' intervals), summed job seconds, jobs and longest job; busiest
     wall time first."""
-    names, prefixes = rule_stages()
+    stages = rule_stages()
     grouped: dict[str, list[dict]] = defaultdict(list)
     for job in jobs:
-        grouped[stage_of(job["rule"], names, prefixes)].append(job)
+        grouped[stage_of(job["rule"], stages)].append(job)
     rows = []
     for stage, members in grouped.items():
         longest = max(members, key=lambda job: job["end"] - job["start"])

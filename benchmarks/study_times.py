@@ -1,4 +1,5 @@
-"""Snakemake's own record of a study's jobs (.snakemake/metadata): which stage each rule is in, when each job ran.
+"""Snakemake's own record of a study's jobs (.snakemake/metadata): when each job ran (the stage of each rule is
+the plan's: ``workflow_scripts.study.plan_dry_run.rule_stages``).
 
 Shared by bench_quickstart.py and bench_study_stages.py. Snakemake keeps one record per output file, with the job's
 rule, start and end times and a hash of the job; a job with several outputs has one record per output.
@@ -8,30 +9,9 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def rule_stages() -> tuple[dict[str, str], list[tuple[str, str]]]:
-    """Each rule's stage (the rule file that declares it), and (name prefix, stage) for rules named by an f-string
-    (finetune_{task})."""
-    names, prefixes = {}, []
-    for path in sorted((REPO / "rules").glob("*.smk")):
-        text = path.read_text(encoding="utf-8")
-        for name in re.findall(r"^(?:(?:local)?rule (\w+):|use rule \w+ as (\w+))", text, re.MULTILINE):
-            name = "".join(name)
-            names[name] = path.stem
-        for prefix in re.findall(r'f"(\w+)_\{', text):
-            prefixes.append((prefix + "_", path.stem))
-    return names, prefixes
-
-
-def stage_of(rule: str, names: dict[str, str], prefixes: list[tuple[str, str]]) -> str:
-    if rule in names:
-        return names[rule]
-    return next((stage for prefix, stage in prefixes if rule.startswith(prefix)), "other")
 
 
 def job_times(results: str | Path, workdir: Path = REPO) -> list[dict]:

@@ -1,7 +1,7 @@
 # Each rule runs the function registered as @entry_point("<rule name>") in workflow_scripts/entrypoints/ablation.py.
 # Causal head checks (docs/ablation.md): heads disabled through transformers' attention-function
-# interface. Which runs and models are ablated is the study model's (STUDY.disabling_runs,
-# STUDY.found_heads_models; workflow_scripts/study/plans/ablation.py).
+# interface. Which runs and models are ablated is the study model's (STUDY.ablation.disabling_runs,
+# STUDY.ablation.found_heads_models; workflow_scripts/study/plans/ablation.py).
 
 ABLATION = STUDY.config["ablation"]
 
@@ -12,7 +12,7 @@ rule head_disabling:
         checkpoint=STUDY.paths.checkpoint_manifest("{model}", "{task}.seed{seed}.final"),
         dev=lambda wc: STUDY.paths.data_table(wc.task, STUDY.dev_split(wc.task)),
     output:
-        STUDY.inputs.ablation.disabling_part("{model}", "{task}", "{seed}"),
+        STUDY.ablation.disabling_part("{model}", "{task}", "{seed}"),
     log:
         STUDY.paths.log("ablation", "{model}_{task}.seed{seed}_disabling"),
     wildcard_constraints:
@@ -39,7 +39,7 @@ rule head_disabling:
 
 rule head_disabling_table:
     input:
-        [STUDY.inputs.ablation.disabling_part(m, t, s) for m, t, s in STUDY.disabling_runs],
+        [STUDY.ablation.disabling_part(m, t, s) for m, t, s in STUDY.ablation.disabling_runs],
     output:
         report(
             STUDY.paths.table("head_disabling"),
@@ -84,9 +84,9 @@ rule head_disabling_figure:
 # the same layer, ablated: the change in the ablated tasks' dev metrics and in the attention-only probe's UAS.
 rule found_heads:
     input:
-        unpack(STUDY.inputs.ablation.found_heads),
+        unpack(STUDY.ablation.found_heads),
     output:
-        STUDY.inputs.ablation.found_heads_part("{model}"),
+        STUDY.ablation.found_heads_part("{model}"),
     log:
         STUDY.paths.log("ablation", "{model}_found_heads"),
     conda:
@@ -98,8 +98,8 @@ rule found_heads:
         runtime=ABLATION["runtime"],
         gpu=1 if ABLATION["device"] == "cuda" else 0,
     params:
-        tasks=STUDY.inputs.ablation.found_heads_tasks,
-        settings=STUDY.inputs.ablation.found_heads_settings,
+        tasks=STUDY.ablation.found_heads_tasks,
+        settings=STUDY.ablation.found_heads_settings,
         treebank=STUDY.syntax_treebank,
         relations=STUDY.config["syntax"]["relations"],
         select_split=STUDY.config["syntax"]["select_split"],
@@ -124,7 +124,7 @@ rule found_heads:
 
 rule found_heads_table:
     input:
-        [STUDY.inputs.ablation.found_heads_part(m) for m in STUDY.found_heads_models],
+        [STUDY.ablation.found_heads_part(m) for m in STUDY.ablation.found_heads_models],
     output:
         report(
             STUDY.paths.table("found_heads"),

@@ -179,8 +179,8 @@ rule attention_dump_manifest:
 
 rule attention_dumps_table:
     input:
-        dumps=[STUDY.paths.dump_manifest(*t) for t in STUDY.dumps],
-        tokens=sorted({STUDY.paths.token_table(m, c, s) for m, _, c, s in STUDY.dumps}),
+        dumps=[STUDY.paths.dump_manifest(*t) for t in STUDY.attention.dumps],
+        tokens=sorted({STUDY.paths.token_table(m, c, s) for m, _, c, s in STUDY.attention.dumps}),
     output:
         report(
             STUDY.paths.table("attention_dumps"),

@@ -24,7 +24,7 @@ if not STUDY.offline:
 
 rule glue_table:
     input:
-        mirror=lambda wc: STUDY.inputs.data.source_files(wc.task, wc.split),
+        mirror=lambda wc: STUDY.data.source_files(wc.task, wc.split),
     output:
         STUDY.paths.data_table("{task}", "{split}"),
     log:
@@ -47,7 +47,7 @@ rule glue_table:
 
 rule wic_table:
     input:
-        mirror=lambda wc: STUDY.inputs.data.source_files(wc.task, wc.split),
+        mirror=lambda wc: STUDY.data.source_files(wc.task, wc.split),
     output:
         STUDY.paths.data_table("{task}", "{split}"),
     log:
@@ -71,7 +71,7 @@ rule wic_table:
 
 rule task_table:
     input:
-        files=lambda wc: STUDY.inputs.data.source_files(wc.task, wc.split),
+        files=lambda wc: STUDY.data.source_files(wc.task, wc.split),
     output:
         STUDY.paths.data_table("{task}", "{split}"),
     log:
@@ -85,7 +85,7 @@ rule task_table:
         mem_mb=4000,
         runtime=60,
     params:
-        task=STUDY.inputs.data.task_entry,
+        task=STUDY.data.task_entry,
         offline=STUDY.offline,
         max_field_chars=DATA["max_field_chars"],
     script:
@@ -94,7 +94,7 @@ rule task_table:
 
 rule treebank_table:
     input:
-        files=lambda wc: STUDY.inputs.data.source_files(wc.treebank, wc.split),
+        files=lambda wc: STUDY.data.source_files(wc.treebank, wc.split),
     output:
         STUDY.paths.data_table("{treebank}", "{split}"),
     log:
@@ -108,7 +108,7 @@ rule treebank_table:
         mem_mb=4000,
         runtime=30,
     params:
-        treebank=STUDY.inputs.data.treebank_entry,
+        treebank=STUDY.data.treebank_entry,
         mirror=STUDY.mirror,
         offline=STUDY.offline,
         downloads=STUDY.config["downloads"],
@@ -122,7 +122,7 @@ rule treebank_table:
 
 rule coreference_mentions:
     input:
-        files=lambda wc: STUDY.inputs.data.source_files(wc.treebank, wc.split),
+        files=lambda wc: STUDY.data.source_files(wc.treebank, wc.split),
     output:
         STUDY.paths.mentions_table("{treebank}", "{split}"),
     log:
@@ -136,7 +136,7 @@ rule coreference_mentions:
         mem_mb=4000,
         runtime=30,
     params:
-        treebank=STUDY.inputs.data.treebank_entry,
+        treebank=STUDY.data.treebank_entry,
         mirror=STUDY.mirror,
         offline=STUDY.offline,
         downloads=STUDY.config["downloads"],
@@ -150,7 +150,7 @@ rule coreference_mentions:
 
 rule wiki_segments:
     input:
-        mirror=lambda wc: STUDY.inputs.data.source_files("wiki", "segments"),
+        mirror=lambda wc: STUDY.data.source_files("wiki", "segments"),
     output:
         STUDY.paths.data_table("wiki", "segments"),
     log:
@@ -174,7 +174,7 @@ rule wiki_segments:
 
 rule glove_vectors:
     input:
-        mirror=lambda wc: STUDY.inputs.data.source_files("glove", "vectors"),
+        mirror=lambda wc: STUDY.data.source_files("glove", "vectors"),
     output:
         STUDY.paths.data_table("glove", "vectors"),
     log:

@@ -9,7 +9,7 @@ EXPLORER = STUDY.config["explorer"]
 
 rule head_explorer:
     input:
-        unpack(STUDY.inputs.explorer.page),
+        unpack(STUDY.explorer.page),
     output:
         report(
             STUDY.paths.page("explorer", "{model}"),
@@ -25,7 +25,7 @@ rule head_explorer:
         mem_mb=3000,
         runtime=10,
     params:
-        layout=STUDY.inputs.explorer.layout,
+        layout=STUDY.explorer.layout,
         relations=STUDY.config["syntax"]["relations"],
         select_split=STUDY.config["syntax"]["select_split"],
         examples=EXPLORER["examples"],
@@ -42,7 +42,7 @@ rule head_explorer:
 # again.
 rule explorer_index:
     input:
-        unpack(STUDY.inputs.explorer.index),
+        unpack(STUDY.explorer.index),
     output:
         report(
             STUDY.paths.page("explorer", "_index"),

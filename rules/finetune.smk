@@ -4,14 +4,14 @@
 # Each fine-tuned task gets its own rule, finetune_{task}, because its outputs (the checkpoints
 # at its save steps) and its settings (config 'finetune' with 'finetune.per_task.{task}' on top)
 # are its own: changing one task's setting reruns only that task's jobs and what depends on them.
-# Which tasks and seeds run is the study model's (STUDY.finetune_tasks, STUDY.finetune_runs).
+# Which tasks and seeds run is the study model's (STUDY.finetune.tasks, STUDY.finetune.runs).
 # Checkpoints follow the convention of workflow_scripts/models/checkpoints.py:
 #   {results}/checkpoints/{model}/{task}.seed{seed}.step{K}/checkpoint.json  (each configured step)
 #   {results}/checkpoints/{model}/{task}.seed{seed}.final/checkpoint.json    (end of training)
 FINETUNE = STUDY.config["finetune"]
 
 
-for _task in STUDY.finetune_tasks:
+for _task in STUDY.finetune.tasks:
     _settings = STUDY.finetune_settings(_task)
 
     rule:
@@ -42,7 +42,7 @@ for _task in STUDY.finetune_tasks:
             gpu=1 if _settings["device"] == "cuda" else 0,
         params:
             task=STUDY.task_spec(_task).params(),
-            settings=STUDY.inputs.finetune.settings(_task),
+            settings=STUDY.finetune.settings(_task),
             offline=STUDY.offline,
             mirror=STUDY.mirror,
         script:
@@ -51,7 +51,7 @@ for _task in STUDY.finetune_tasks:
 
 rule finetune_metrics_table:
     input:
-        [STUDY.paths.finetune_metrics(model, task, seed) for model, task, seed in STUDY.finetune_runs],
+        [STUDY.paths.finetune_metrics(model, task, seed) for model, task, seed in STUDY.finetune.runs],
     output:
         report(
             STUDY.paths.table("finetune_metrics"),

@@ -4,7 +4,8 @@
 # pretrained checkpoint and every fine-tuned one (intermediate steps too with 'trajectory: true') on each
 # task's dev inputs. Per (model, checkpoint, task) jobs write parts under {results}/analysis/finetune_effects/;
 # study-wide rules combine them into {results}/tables/ and draw {results}/figures/finetune_effects/.
-# Which tasks and checkpoints are analysed is the study model's (STUDY.effects_tasks, STUDY.effects_targets).
+# Which tasks and checkpoints are analysed is the study model's (STUDY.finetune_effects.tasks and
+# .targets).
 # The dev inputs are capped by 'attention.max_examples' (token tables and dumps) and, in the analyses,
 # by 'finetune_effects.max_dev_examples' (the first N examples). See docs/finetune_effects.md.
 
@@ -15,7 +16,7 @@ FINETUNED_NAME = r"[a-z0-9]+\.seed\d+\.(step\d+|final)"
 
 rule pattern_features:
     input:
-        unpack(STUDY.inputs.finetune_effects.dump),
+        unpack(STUDY.finetune_effects.dump),
     output:
         STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "pattern_features.parquet"),
     log:
@@ -35,7 +36,7 @@ rule pattern_features:
 
 rule pattern_label_seed:
     input:
-        features=STUDY.inputs.finetune_effects.pattern_label_features,
+        features=STUDY.finetune_effects.pattern_label_features,
     output:
         STUDY.paths.analysis("finetune_effects", "{model}", "pattern_labels_seed.csv"),
     log:
@@ -47,7 +48,7 @@ rule pattern_label_seed:
         mem_mb=3000,
         runtime=10,
     params:
-        pairs=lambda wc: [list(p) for p in STUDY.effects_pairs(wc.model)],
+        pairs=lambda wc: [list(p) for p in STUDY.finetune_effects.pairs(wc.model)],
         n=FE["label_sample"],
         seed=FE["label_seed"],
         balanced=FE["label_balanced"],
@@ -57,7 +58,7 @@ rule pattern_label_seed:
 
 rule pattern_cnn:
     input:
-        unpack(STUDY.inputs.finetune_effects.pattern_cnn),
+        unpack(STUDY.finetune_effects.pattern_cnn),
     output:
         model=STUDY.paths.analysis("finetune_effects", "{model}", "pattern_cnn.safetensors"),
         model_info=STUDY.paths.analysis("finetune_effects", "{model}", "pattern_cnn.json"),
@@ -72,7 +73,7 @@ rule pattern_cnn:
         mem_mb=4000,
         runtime=60,
     params:
-        pairs=lambda wc: [list(p) for p in STUDY.effects_pairs(wc.model)],
+        pairs=lambda wc: [list(p) for p in STUDY.finetune_effects.pairs(wc.model)],
         cnn=FE["cnn"],
         thresholds=FE["thresholds"],
     script:
@@ -81,7 +82,7 @@ rule pattern_cnn:
 
 rule pattern_classes_part:
     input:
-        unpack(STUDY.inputs.finetune_effects.pattern_classes),
+        unpack(STUDY.finetune_effects.pattern_classes),
     output:
         STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "pattern_classes.csv"),
     log:
@@ -102,7 +103,7 @@ rule pattern_classes_part:
 
 rule finetune_change_part:
     input:
-        unpack(STUDY.inputs.finetune_effects.dump),
+        unpack(STUDY.finetune_effects.dump),
         pretrained=lambda wc: STUDY.paths.dump_manifest(wc.model, "pretrained", wc.corpus, STUDY.dev_split(wc.corpus)),
     output:
         STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "finetune_change.csv"),
@@ -126,7 +127,7 @@ rule finetune_change_part:
 
 rule lexical_counts:
     input:
-        unpack(STUDY.inputs.finetune_effects.dump),
+        unpack(STUDY.finetune_effects.dump),
         annotation=lambda wc: STUDY.paths.annotation(wc.corpus, STUDY.dev_split(wc.corpus)),
     output:
         counts=STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "lexical_counts.npz"),
@@ -149,7 +150,7 @@ rule lexical_counts:
 
 rule pattern_classes_table:
     input:
-        [STUDY.inputs.finetune_effects.part(m, c, t, "pattern_classes.csv") for m, c, t in STUDY.effects_targets],
+        [STUDY.finetune_effects.part(m, c, t, "pattern_classes.csv") for m, c, t in STUDY.finetune_effects.targets],
     output:
         report(
             STUDY.paths.table("pattern_classes"),
@@ -165,7 +166,7 @@ rule pattern_classes_table:
         mem_mb=1000,
         runtime=10,
     params:
-        pretrained_only=STUDY.effects_pretrained_only,
+        pretrained_only=STUDY.finetune_effects.pretrained_only,
     script:
         "scripts/entry.py"
 
@@ -194,8 +195,8 @@ rule pattern_classifier_table:
 rule finetune_change_table:
     input:
         [
-            STUDY.inputs.finetune_effects.part(m, c, t, "finetune_change.csv")
-            for m, c, t in STUDY.effects_targets
+            STUDY.finetune_effects.part(m, c, t, "finetune_change.csv")
+            for m, c, t in STUDY.finetune_effects.targets
             if c != "pretrained"
         ],
     output:
@@ -218,8 +219,10 @@ rule finetune_change_table:
 
 rule lexical_tables:
     input:
-        counts=[STUDY.inputs.finetune_effects.part(m, c, t, "lexical_counts.npz") for m, c, t in STUDY.effects_targets],
-        checkpoints=[STUDY.paths.checkpoint_manifest(m, c) for m, c, t in STUDY.effects_targets],
+        counts=[
+            STUDY.finetune_effects.part(m, c, t, "lexical_counts.npz") for m, c, t in STUDY.finetune_effects.targets
+        ],
+        checkpoints=[STUDY.paths.checkpoint_manifest(m, c) for m, c, t in STUDY.finetune_effects.targets],
     output:
         layers=report(
             STUDY.paths.table("lexical_layers"),
@@ -255,9 +258,9 @@ rule lexical_tables:
         mem_mb=4000,
         runtime=30,
     params:
-        targets=[list(t) for t in STUDY.effects_targets],
+        targets=[list(t) for t in STUDY.finetune_effects.targets],
         predictions=FE["predictions"],
-        pretrained_only=STUDY.effects_pretrained_only,
+        pretrained_only=STUDY.finetune_effects.pretrained_only,
         top_k=FE["top_layers"],
         resamples=FE["bootstrap_resamples"],
         bootstrap_seed=FE["bootstrap_seed"],
@@ -304,6 +307,6 @@ rule finetune_effects_figures:
         mem_mb=2000,
         runtime=10,
     params:
-        pretrained_only=STUDY.effects_pretrained_only,
+        pretrained_only=STUDY.finetune_effects.pretrained_only,
     script:
         "scripts/entry.py"

@@ -3,7 +3,7 @@
 # page per model.
 # paper_comparison reads the published numbers each stage declares (report/paper_values/<stage>.csv) and every
 # study table the stages' report declarations name that this config produces; a table the config does not
-# produce is left out with the reason (STUDY.report_absent), so that its paper items say why they have no value.
+# produce is left out with the reason (STUDY.report.absent), so that its paper items say why they have no value.
 # summary_figure draws one A4 page per model under {results}/figures/summary/. Both are report() outputs:
 #   snakemake --report report.html
 # See docs/report.md.
@@ -19,7 +19,7 @@ ROLE_AGREEMENT_REFERENCE = f"{workflow.basedir}/report/paper_values/role_agreeme
 
 rule paper_comparison:
     input:
-        **STUDY.report_tables,
+        **STUDY.report.tables,
         paper_values=PAPER_VALUES,
     output:
         report(
@@ -36,7 +36,7 @@ rule paper_comparison:
         mem_mb=2000,
         runtime=10,
     params:
-        absent=STUDY.report_absent,
+        absent=STUDY.report.absent,
         context=STUDY.report_context(),
     script:
         "scripts/entry.py"
@@ -44,7 +44,7 @@ rule paper_comparison:
 
 rule summary_figure:
     input:
-        **STUDY.report_tables,
+        **STUDY.report.tables,
         paper_values=PAPER_VALUES,
     output:
         png=report(
@@ -62,7 +62,7 @@ rule summary_figure:
         mem_mb=2000,
         runtime=10,
     params:
-        absent=STUDY.report_absent,
+        absent=STUDY.report.absent,
         context=STUDY.report_context(),
     script:
         "scripts/entry.py"
@@ -72,7 +72,7 @@ rule summary_figure:
 # and its best head per relation under each signal, side by side (docs/signals.md).
 rule signal_comparison:
     input:
-        **STUDY.signal_comparison_inputs,
+        **STUDY.report.signal_comparison_inputs,
     output:
         report(
             STUDY.paths.table("signal_comparison"),
@@ -121,7 +121,7 @@ rule signal_comparison_figure:
 
 rule head_development:
     input:
-        **STUDY.development_inputs,
+        **STUDY.report.development_inputs,
     output:
         report(
             STUDY.paths.table("head_development"),
@@ -137,7 +137,7 @@ rule head_development:
         mem_mb=1000,
         runtime=10,
     params:
-        series=STUDY.development_series,
+        series=STUDY.report.development_series,
         treebank=STUDY.syntax_treebank,
         select_split=STUDY.config["syntax"]["select_split"],
         score_split=STUDY.config["syntax"]["score_split"],
@@ -147,7 +147,7 @@ rule head_development:
 
 rule head_development_figure:
     input:
-        **STUDY.development_figure_inputs,
+        **STUDY.report.development_figure_inputs,
         table=STUDY.paths.table("head_development"),
     output:
         png=report(
@@ -173,7 +173,7 @@ rule head_development_figure:
 # (workflow_scripts/report/atlas.py); the random-init checkpoints give the parameter counts.
 rule atlas:
     input:
-        **STUDY.atlas_inputs,
+        **STUDY.report.atlas_inputs,
     output:
         report(
             STUDY.paths.table("atlas"),
@@ -189,9 +189,9 @@ rule atlas:
         mem_mb=2000,
         runtime=10,
     params:
-        patterns=STUDY.atlas_params.get("patterns", []),
-        random_models=STUDY.atlas_params.get("random_models", []),
-        revisions=STUDY.atlas_params.get("revisions", {}),
+        patterns=STUDY.report.atlas_params.get("patterns", []),
+        random_models=STUDY.report.atlas_params.get("random_models", []),
+        revisions=STUDY.report.atlas_params.get("revisions", {}),
         treebank=STUDY.syntax_treebank,
         select_split=STUDY.config["syntax"]["select_split"],
         score_split=STUDY.config["syntax"]["score_split"],
@@ -242,7 +242,7 @@ rule role_agreement:
         mem_mb=2000,
         runtime=10,
     params:
-        pairs=STUDY.role_agreement_pairs,
+        pairs=STUDY.report.role_agreement_pairs,
         thresholds={"sink": STUDY.config["surface"]["diagnostics"]["sink_threshold"]},
         resamples=STUDY.config["surface"]["bootstrap_resamples"],
         bootstrap_seed=STUDY.config["surface"]["bootstrap_seed"],

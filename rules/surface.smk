@@ -5,7 +5,7 @@
 # head_diagnostics, sink_rates and one table per declared head measure) and draw the figures under
 # {results}/figures/surface/. See docs/surface.md.
 
-from workflow_scripts.study.plans.surface import MEASURE_PATTERN
+from workflow_scripts.study.plans.surface import MEASURE_PATTERN, STACKED_PATTERN
 
 SURFACE = STUDY.config["surface"]
 
@@ -16,7 +16,7 @@ SURFACE = STUDY.config["surface"]
 # dump would write (workflow_scripts/attention/partials.py).
 rule surface_heads_shard:
     input:
-        unpack(STUDY.inputs.surface.dump),
+        unpack(STUDY.surface.dump),
     output:
         STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "surface_heads"),
     log:
@@ -37,7 +37,7 @@ rule surface_heads_shard:
 
 rule surface_heads_part:
     input:
-        dump=lambda wc: STUDY.inputs.surface.dump(wc)["dump"],
+        dump=lambda wc: STUDY.surface.dump(wc)["dump"],
         partials=expand(
             STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "surface_heads"),
             shard_group=STUDY.shard_groups,
@@ -64,7 +64,7 @@ rule surface_heads_part:
 
 rule sep_gradient_part:
     input:
-        unpack(STUDY.inputs.surface.sep_gradient),
+        unpack(STUDY.surface.sep_gradient),
     output:
         STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "sep_gradient.csv"),
     log:
@@ -79,7 +79,7 @@ rule sep_gradient_part:
         corpus=SURFACE["corpus"],
         split=SURFACE["split"],
         examples=SURFACE["gradient_examples"],
-        task=STUDY.inputs.surface.checkpoint_task,
+        task=STUDY.surface.checkpoint_task,
         mask_prob=SURFACE["gradient_mask_prob"],
         precision=SURFACE["gradient_precision"],
         seed=SURFACE["gradient_seed"],
@@ -92,7 +92,7 @@ rule sep_gradient_part:
 
 rule head_clusters_part:
     input:
-        unpack(STUDY.inputs.surface.dump),
+        unpack(STUDY.surface.dump),
         surface=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "surface_heads.csv"),
     output:
         clusters=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "head_clusters.csv"),
@@ -117,7 +117,7 @@ rule head_clusters_part:
 
 rule attention_distance_shard:
     input:
-        dump=lambda wc: STUDY.inputs.surface.dump(wc)["dump"],
+        dump=lambda wc: STUDY.surface.dump(wc)["dump"],
     output:
         STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "attention_distance"),
     log:
@@ -137,7 +137,7 @@ rule attention_distance_shard:
 
 rule attention_distance_part:
     input:
-        dump=lambda wc: STUDY.inputs.surface.dump(wc)["dump"],
+        dump=lambda wc: STUDY.surface.dump(wc)["dump"],
         partials=expand(
             STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "attention_distance"),
             shard_group=STUDY.shard_groups,
@@ -162,13 +162,13 @@ rule attention_distance_part:
         "scripts/entry.py"
 
 
-# The declared head measures (workflow_scripts/surface/measures.py): these three rules run every one of them, on the
-# surface dump per shard group as the attention distance does; the table's caption is the declaration's own
-# (report/surface_head_measure.rst shows params.caption). docs/contributing.md, "Recipe: add an analysis".
+# The declared head measures (workflow_scripts/surface/measures.py): these two rules run every one of them, on the
+# surface dump per shard group as the attention distance does, and surface_table stacks their parts; the table's
+# caption is the declaration's own. docs/contributing.md, "Recipe: add an analysis".
 rule head_measure_shard:
     input:
-        dump=lambda wc: STUDY.inputs.surface.dump(wc)["dump"],
-        tokens=lambda wc: STUDY.inputs.surface.dump(wc)["tokens"],
+        dump=lambda wc: STUDY.surface.dump(wc)["dump"],
+        tokens=lambda wc: STUDY.surface.dump(wc)["tokens"],
     output:
         STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "{measure}"),
     log:
@@ -187,7 +187,7 @@ rule head_measure_shard:
 
 rule head_measure_part:
     input:
-        dump=lambda wc: STUDY.inputs.surface.dump(wc)["dump"],
+        dump=lambda wc: STUDY.surface.dump(wc)["dump"],
         partials=expand(
             STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "{measure}"),
             shard_group=STUDY.shard_groups,
@@ -214,20 +214,23 @@ rule head_measure_part:
         "scripts/entry.py"
 
 
-rule head_measure_table:
+# Every table of the stage that only stacks its jobs' parts (one per subject and checkpoint), as its plan declares
+# it (ANALYSES' stack_key, workflow_scripts/study/plans/surface.py): the rows sorted by the declared key, the
+# caption the analysis's own (report/surface_table.rst shows params.caption).
+rule surface_table:
     input:
-        lambda wc: [STUDY.paths.analysis("surface", m, c, f"{wc.measure}.csv") for m, c in STUDY.surface_pairs],
+        STUDY.surface.stacked_parts,
     output:
         report(
-            STUDY.paths.table("{measure}"),
-            caption="../report/surface_head_measure.rst",
+            STUDY.paths.table("{table}"),
+            caption="../report/surface_table.rst",
             category="What does BERT look at?",
-            subcategory="Head measures",
+            subcategory=STUDY.surface.table_subcategory,
         ),
     log:
-        STUDY.paths.log("surface", "{measure}_table"),
+        STUDY.paths.log("surface", "{table}_table"),
     wildcard_constraints:
-        measure=MEASURE_PATTERN,
+        table=STACKED_PATTERN,
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -235,7 +238,8 @@ rule head_measure_table:
         mem_mb=1000,
         runtime=10,
     params:
-        caption=STUDY.inputs.surface.measure_caption,
+        key=STUDY.surface.stack_key,
+        caption=STUDY.surface.table_caption,
     script:
         "scripts/entry.py"
 
@@ -245,8 +249,8 @@ rule head_measure_table:
 # previous-token, induction and duplicate-token scores, and the sink rates per layer (Gu et al. 2025's code).
 rule head_diagnostics_part:
     input:
-        checkpoint=lambda wc: STUDY.inputs.surface.dump(wc)["checkpoint"],
-        tokens=lambda wc: STUDY.inputs.surface.dump(wc)["tokens"],
+        checkpoint=lambda wc: STUDY.surface.dump(wc)["checkpoint"],
+        tokens=lambda wc: STUDY.surface.dump(wc)["tokens"],
     output:
         STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "head_diagnostics.csv"),
     log:
@@ -259,7 +263,7 @@ rule head_diagnostics_part:
         runtime=30,
     params:
         settings=SURFACE["diagnostics"],
-        length=STUDY.inputs.surface.diagnostic_length,
+        length=STUDY.surface.diagnostic_length,
         dtype=lambda wc: STUDY.model_dtype(wc.model),
         resamples=SURFACE["bootstrap_resamples"],
         bootstrap_seed=SURFACE["bootstrap_seed"],
@@ -270,7 +274,7 @@ rule head_diagnostics_part:
 
 rule head_diagnostics_table:
     input:
-        [STUDY.paths.analysis("surface", m, c, "head_diagnostics.csv") for m, c in STUDY.diagnostic_pairs],
+        [STUDY.paths.analysis("surface", m, c, "head_diagnostics.csv") for m, c in STUDY.surface.diagnostic_pairs],
     output:
         diagnostics=report(
             STUDY.paths.table("head_diagnostics"),
@@ -301,8 +305,8 @@ rule head_diagnostics_table:
 # the induction heads in the head-development figure (rules/report.smk).
 rule icl_score_part:
     input:
-        checkpoint=lambda wc: STUDY.inputs.surface.dump(wc)["checkpoint"],
-        tokens=lambda wc: STUDY.inputs.surface.dump(wc)["tokens"],
+        checkpoint=lambda wc: STUDY.surface.dump(wc)["checkpoint"],
+        tokens=lambda wc: STUDY.surface.dump(wc)["tokens"],
     output:
         STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "icl_score.csv"),
     log:
@@ -314,8 +318,8 @@ rule icl_score_part:
         mem_mb=4000,
         runtime=30,
     params:
-        point=STUDY.inputs.surface.icl_point,
-        max_length=STUDY.inputs.surface.max_length,
+        point=STUDY.surface.icl_point,
+        max_length=STUDY.surface.max_length,
         contexts=SURFACE["diagnostics"]["sequences"],
         batch_size=SURFACE["diagnostics"]["batch_size"],
         prepend_bos=SURFACE["diagnostics"]["prepend_bos"],
@@ -323,112 +327,6 @@ rule icl_score_part:
         resamples=SURFACE["bootstrap_resamples"],
         bootstrap_seed=SURFACE["bootstrap_seed"],
         offline=STUDY.offline,
-    script:
-        "scripts/entry.py"
-
-
-rule icl_score_table:
-    input:
-        [STUDY.paths.analysis("surface", m, "pretrained", "icl_score.csv") for m in STUDY.icl_points],
-    output:
-        report(
-            STUDY.paths.table("icl_score"),
-            caption="../report/surface_icl_score.rst",
-            category="What does BERT look at?",
-            subcategory="Head diagnostics",
-        ),
-    log:
-        STUDY.paths.log("surface", "icl_score_table"),
-    conda:
-        "../envs/surface.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    script:
-        "scripts/entry.py"
-
-
-rule attention_distance_table:
-    input:
-        [STUDY.paths.analysis("surface", m, c, "attention_distance.csv") for m, c in STUDY.surface_pairs],
-    output:
-        report(
-            STUDY.paths.table("attention_distance"),
-            caption="../report/surface_attention_distance.rst",
-            category="What does BERT look at?",
-        ),
-    log:
-        STUDY.paths.log("surface", "attention_distance_table"),
-    conda:
-        "../envs/surface.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    script:
-        "scripts/entry.py"
-
-
-rule surface_heads_table:
-    input:
-        [STUDY.paths.analysis("surface", m, c, "surface_heads.csv") for m, c in STUDY.surface_pairs],
-    output:
-        report(
-            STUDY.paths.table("surface_heads"),
-            caption="../report/surface_heads.rst",
-            category="What does BERT look at?",
-        ),
-    log:
-        STUDY.paths.log("surface", "surface_heads_table"),
-    conda:
-        "../envs/surface.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    script:
-        "scripts/entry.py"
-
-
-rule sep_gradient_table:
-    input:
-        [STUDY.paths.analysis("surface", m, c, "sep_gradient.csv") for m, c in STUDY.gradient_pairs],
-    output:
-        report(
-            STUDY.paths.table("sep_gradient"),
-            caption="../report/surface_sep_gradient.rst",
-            category="What does BERT look at?",
-        ),
-    log:
-        STUDY.paths.log("surface", "sep_gradient_table"),
-    conda:
-        "../envs/surface.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    script:
-        "scripts/entry.py"
-
-
-rule head_clusters_table:
-    input:
-        [STUDY.paths.analysis("surface", m, c, "head_clusters.csv") for m, c in STUDY.surface_pairs],
-    output:
-        report(
-            STUDY.paths.table("head_clusters"),
-            caption="../report/surface_head_clusters.rst",
-            category="What does BERT look at?",
-        ),
-    log:
-        STUDY.paths.log("surface", "head_clusters_table"),
-    conda:
-        "../envs/surface.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
     script:
         "scripts/entry.py"
 

@@ -82,8 +82,8 @@ rule dependency_tables:
     input:
         parts=[
             STUDY.paths.analysis("syntax", m, c, "dependency", f"{t}_{s}.parquet")
-            for m, c, t in STUDY.syntax_targets
-            for s in STUDY.syntax_splits
+            for m, c, t in STUDY.syntax.targets
+            for s in STUDY.syntax.splits
         ],
     output:
         heads=report(
@@ -105,7 +105,7 @@ rule dependency_tables:
         mem_mb=4000,
         runtime=30,
     params:
-        part_keys=[(m, c, t, s) for m, c, t in STUDY.syntax_targets for s in STUDY.syntax_splits],
+        part_keys=[(m, c, t, s) for m, c, t in STUDY.syntax.targets for s in STUDY.syntax.splits],
         labelled={t: STUDY.corpora.treebanks[t].labelled for t in SYNTAX["treebanks"] if t in STUDY.corpora.treebanks},
         relations=SYNTAX["relations"],
         select_split=SYNTAX_SELECT,
@@ -142,7 +142,7 @@ rule coreference_tables:
     input:
         parts=[
             STUDY.paths.analysis("syntax", m, c, "coreference", f"{COREF_CORPUS}_{SYNTAX['coref_split']}.parquet")
-            for m, c in STUDY.coref_pairs
+            for m, c in STUDY.syntax.coref_pairs
         ],
     output:
         heads=report(
@@ -164,7 +164,7 @@ rule coreference_tables:
         mem_mb=2000,
         runtime=20,
     params:
-        part_keys=STUDY.coref_pairs,
+        part_keys=STUDY.syntax.coref_pairs,
         resamples=SYNTAX["bootstrap_resamples"],
         seed=SYNTAX["bootstrap_seed"],
     script:
@@ -199,7 +199,7 @@ rule probe_features:
 
 rule probe_attention:
     input:
-        unpack(STUDY.inputs.syntax.probe_attention),
+        unpack(STUDY.syntax.probe_attention),
     output:
         STUDY.paths.analysis("syntax", "{model}", "{checkpoint}", "probes", "{treebank}", "{probe}.parquet"),
     log:
@@ -224,7 +224,7 @@ rule probe_attention:
 
 rule probe_baseline:
     input:
-        unpack(STUDY.inputs.syntax.probe_baseline),
+        unpack(STUDY.syntax.probe_baseline),
     output:
         STUDY.paths.analysis("syntax", "{model}", "baselines", "{treebank}", "{probe}.parquet"),
     log:
@@ -279,7 +279,7 @@ rule probe_mst:
 
 rule probes_table:
     input:
-        parts=[path for *_, path in STUDY.probe_parts()],
+        parts=[path for *_, path in STUDY.syntax.probe_parts()],
     output:
         report(STUDY.paths.table("probes"), caption="../report/syntax_probes.rst", category=SYNTAX_CATEGORY),
     log:
@@ -291,7 +291,7 @@ rule probes_table:
         mem_mb=2000,
         runtime=10,
     params:
-        part_keys=[tuple(key) for *key, _ in STUDY.probe_parts()],
+        part_keys=[tuple(key) for *key, _ in STUDY.syntax.probe_parts()],
         resamples=SYNTAX["bootstrap_resamples"],
         seed=SYNTAX["bootstrap_seed"],
     script:

@@ -11,7 +11,7 @@ from workflow_scripts.study.plans.explorer import explorer_inputs, explorer_layo
 
 def test_a_page_per_model_reads_the_head_tables_patterns_and_a_fine_tuned_tasks_maps():
     study = study_of(one_model(tasks=["cola", "rte"]))
-    assert study.stage_outputs["explorer"] == [f"R/explorer/{MODEL}.html", "R/explorer/_index.html"]
+    assert study.stage("explorer").outputs == [f"R/explorer/{MODEL}.html", "R/explorer/_index.html"]
     inputs, layout = explorer_inputs(study, MODEL), explorer_layout(study, MODEL)
     assert inputs["dependency_heads"] == "R/tables/dependency_heads.csv" and inputs["models"] == "R/tables/models.csv"
     seed = study.config["finetune"]["seeds"][0]

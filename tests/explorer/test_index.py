@@ -153,9 +153,9 @@ def test_the_index_reads_the_atlas_and_role_agreement_where_the_study_plans_them
     for name in ("atlas", "role_agreement"):
         assert (inputs.get(name) == f"R/tables/{name}.csv") == (f"R/tables/{name}.csv" in planned), name
     assert "atlas" in inputs  # this study measures head roles
-    study.stage_outputs["report"] = [path for path in study.stage_outputs["report"]
+    study.stage("report").outputs = [path for path in study.stage("report").outputs
                                      if path not in ("R/tables/atlas.csv", "R/tables/role_agreement.csv")]
     assert set(index_inputs(study)) == {"models"}
-    study.stage_outputs["report"].append("R/tables/role_agreement.csv")
+    study.stage("report").outputs.append("R/tables/role_agreement.csv")
     assert index_inputs(study)["role_agreement"] == "R/tables/role_agreement.csv"
     assert MODEL in study.models

@@ -56,8 +56,8 @@ def test_the_rules_params_carry_every_run_setting():
     from support.study_configs import study_of
 
     study = study_of({"finetune": {"precision": "bf16", "per_task": {"cola": {"precision": "tf32"}}}})
-    task = study.finetune_tasks[0]
-    params = study.inputs.finetune.settings(task)(type("Wildcards", (), {"model": study.models[0]})())
+    task = study.finetune.tasks[0]
+    params = study.finetune.settings(task)(type("Wildcards", (), {"model": study.models[0]})())
     assert isinstance(params, dict) and RunSettings(params) == study.finetune_settings(task, study.models[0])
     assert params["precision"] == ("tf32" if task == "cola" else "bf16")
     assert study.finetune_settings("cola").precision == "tf32" and study.finetune_settings("sst2").precision == "bf16"

@@ -40,7 +40,7 @@ def expected_classifier_file(results) -> str:
     """Where the workflow reads a model's trained CNN from (the pattern_classes_part rule's input)."""
     study = study_of({"finetune_effects": {"classifier": "cnn"}}, results=str(results))
     wildcards = SimpleNamespace(model=MODEL, checkpoint="pretrained", corpus="cola")
-    return study.inputs.finetune_effects.pattern_classes(wildcards)["cnn"]
+    return study.finetune_effects.pattern_classes(wildcards)["cnn"]
 
 
 @pytest.mark.parametrize("planting", ["plain_pickle", "torch_save"])

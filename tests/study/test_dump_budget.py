@@ -28,7 +28,7 @@ def test_a_dump_over_the_budget_is_refused_with_the_keys_that_bound_it():
 
 def test_a_budget_above_every_dump_plans_the_study():
     study = study_of({**one_model(), "attention": {"max_dump_gb": WIKI_GB + 0.01}})
-    assert study.dumps
+    assert study.attention.dumps
     with pytest.raises(ConfigError, match="wiki/segments would take 3.6 GB"):
         study_of({**one_model(), "attention": {"max_dump_gb": WIKI_GB - 0.01}})
 
@@ -44,7 +44,7 @@ def test_a_decoders_dump_is_sized_as_its_lower_triangles(tmp_path):
                       "surface": {"diagnostics": {"length": 4}}})
     shape = model_shape(study, "dec", network=False)
     assert shape.layers_heads == (2, 3) and shape.causal
-    size = size_dump(study, study.dumps[0], shape.layers_heads, causal=True)
+    size = size_dump(study, study.attention.dumps[0], shape.layers_heads, causal=True)
     assert size.values_max == 1000 * 6 * (10 * 11 // 2)  # 1000 segments, 6 heads, 55 values per map
-    encoder = size_dump(study, study.dumps[0], shape.layers_heads, causal=False)
+    encoder = size_dump(study, study.attention.dumps[0], shape.layers_heads, causal=False)
     assert encoder.values_max == 1000 * 6 * 100

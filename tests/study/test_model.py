@@ -12,7 +12,7 @@ from workflow_scripts.core.stages import STAGES
 
 def test_default_study_plans_every_stage():
     study = study_of()
-    assert set(study.stage_outputs) == set(STAGES)
+    assert set(study.plans) == set(STAGES)
     outputs = study.outputs()
     assert len(outputs) == len(set(outputs))
     for table in ("data_summary", "models", "finetune_metrics", "attention_dumps", "surface_heads",
@@ -20,7 +20,7 @@ def test_default_study_plans_every_stage():
                   "paper_comparison"):
         assert f"R/tables/{table}.csv" in outputs
     assert "R/figures/summary/bert-base-uncased.png" in outputs
-    assert not study.report_absent
+    assert not study.report.absent
 
 
 def test_adding_rte_to_the_tasks_adds_exactly_its_runs_dumps_and_parts():
@@ -32,40 +32,40 @@ def test_adding_rte_to_the_tasks_adds_exactly_its_runs_dumps_and_parts():
     assert set(after.data_tables()) - set(before.data_tables()) == {
         f"R/data/rte/{split}.parquet" for split in TASKS["rte"].splits}
     assert set(TASKS["rte"].splits) >= {"train", "dev"}
-    assert set(after.finetune_runs) - set(before.finetune_runs) == {(MODEL, "rte", seed) for seed in seeds}
+    assert set(after.finetune.runs) - set(before.finetune.runs) == {(MODEL, "rte", seed) for seed in seeds}
     rte_final = {f"rte.seed{seed}.final" for seed in seeds}
     # The dumps of attention.corpora do not change: rte's dev dumps are made for the effects stage's parts.
-    assert after.dumps == before.dumps
+    assert after.attention.dumps == before.attention.dumps
     expected_parts = {(MODEL, "pretrained", "rte"), *((MODEL, c, "rte") for c in rte_final)}
     if after.config["finetune_effects"]["trajectory"]:
         expected_parts |= {(MODEL, f"rte.seed{seed}.step{step}", "rte") for seed in seeds for step in steps}
-    assert set(after.effects_targets) - set(before.effects_targets) == expected_parts
+    assert set(after.finetune_effects.targets) - set(before.finetune_effects.targets) == expected_parts
     # Nothing else moves: the other stages plan the same work, and the final tables keep their names.
-    assert after.surface_pairs == before.surface_pairs and after.syntax_pairs == before.syntax_pairs
+    assert after.surface.pairs == before.surface.pairs and after.syntax.pairs == before.syntax.pairs
     assert set(after.outputs()) == set(before.outputs())
 
 
 def test_a_study_without_wiki_has_no_surface_outputs_and_the_report_says_why():
     study = study_of(one_model(wiki=False, tasks=["cola"]))
-    assert study.surface_pairs == [] and study.stage_outputs["surface"] == []
-    assert "surface_heads" not in study.report_tables
-    assert "study.wiki" in study.report_absent["surface_heads"]
-    assert study.report_tables["dependency_best"] == "R/tables/dependency_best.csv"
+    assert study.surface.pairs == [] and study.stage("surface").outputs == []
+    assert "surface_heads" not in study.report.tables
+    assert "study.wiki" in study.report.absent["surface_heads"]
+    assert study.report.tables["dependency_best"] == "R/tables/dependency_best.csv"
 
 
 def test_without_glove_the_glove_probes_are_not_planned():
     study = study_of(one_model(glove=False, tasks=["cola"]))
-    assert study.attention_probes == ["attn"] and study.baseline_probes == ["right_branching"]
-    probes = {(c, p) for _, c, t, p, _ in study.probe_parts() if t == "ewt"}
+    assert study.syntax.attention_probes == ["attn"] and study.syntax.baseline_probes == ["right_branching"]
+    probes = {(c, p) for _, c, t, p, _ in study.syntax.probe_parts() if t == "ewt"}
     assert probes == {("pretrained", "attn"), ("pretrained", "mst_best_head"), ("random", "attn"),
                       ("random", "mst_best_head"), ("none", "right_branching")}
 
 
 def test_a_study_without_tasks_finetunes_and_analyses_nothing():
     study = study_of(one_model(tasks=[]))
-    assert study.finetune_runs == [] and study.effects_targets == []
-    assert study.stage_outputs["finetune"] == [] and study.stage_outputs["finetune_effects"] == []
-    assert "finetune_metrics" in study.report_absent and "pattern_classes" in study.report_absent
+    assert study.finetune.runs == [] and study.finetune_effects.targets == []
+    assert study.stage("finetune").outputs == [] and study.stage("finetune_effects").outputs == []
+    assert "finetune_metrics" in study.report.absent and "pattern_classes" in study.report.absent
 
 
 def test_finetune_tasks_must_be_study_tasks():
@@ -80,10 +80,10 @@ def test_offline_a_task_without_its_train_split_is_left_out_with_a_note(tmp_path
     study = study_of({**one_model(tasks=["qnli"], treebanks=[], wiki=False, glove=False), "offline": True,
                       "mirror": str(mirror)})
     assert study.splits == {"qnli": ["dev"]}
-    assert study.finetune_tasks == [] and study.effects_tasks == ["qnli"]
+    assert study.finetune.tasks == [] and study.finetune_effects.tasks == ["qnli"]
     assert any("'qnli' is left out" in note and "train" in note for note in study.notes)
-    assert study.effects_pretrained_only == ["qnli"]
-    assert study.effects_targets == [(MODEL, "pretrained", "qnli")]
+    assert study.finetune_effects.pretrained_only == ["qnli"]
+    assert study.finetune_effects.targets == [(MODEL, "pretrained", "qnli")]
 
 
 def test_offline_a_listed_task_without_its_train_split_is_an_error(tmp_path):
@@ -116,27 +116,26 @@ def test_model_source_leaves_out_how_a_model_is_used():
     assert study.model_source(MODEL) == {"hub": "google-bert/bert-base-uncased"}
 
 
-def test_rule_inputs_follow_the_wildcards_and_the_study():
+def test_the_plans_input_functions_follow_the_wildcards_and_the_study():
     from types import SimpleNamespace
 
     study = study_of(one_model(tasks=["cola"]))
-    inputs = study.inputs
     finetuned = SimpleNamespace(model=MODEL, checkpoint="cola.seed42.final")
     # the gradient of a fine-tuned checkpoint reads its own task's dev examples; the pretrained one does not
-    assert inputs.surface.sep_gradient(finetuned)["task_data"] == "R/data/cola/dev.parquet"
-    assert "task_data" not in inputs.surface.sep_gradient(SimpleNamespace(model=MODEL, checkpoint="pretrained"))
-    dump = inputs.surface.dump(finetuned)["dump"]
+    assert study.surface.sep_gradient(finetuned)["task_data"] == "R/data/cola/dev.parquet"
+    assert "task_data" not in study.surface.sep_gradient(SimpleNamespace(model=MODEL, checkpoint="pretrained"))
+    dump = study.surface.dump(finetuned)["dump"]
     assert dump == f"R/attention/{MODEL}/cola.seed42.final/wiki/segments/manifest.json"
-    probe = inputs.syntax.probe_attention(SimpleNamespace(model=MODEL, checkpoint="pretrained", treebank="ewt",
+    probe = study.syntax.probe_attention(SimpleNamespace(model=MODEL, checkpoint="pretrained", treebank="ewt",
                                                    probe="attn_glove"))
     assert probe["train_maps"] == f"R/analysis/syntax/{MODEL}/pretrained/probe_features/ewt_train.maps.npy"
     assert probe["glove"] == "R/data/glove/vectors.parquet"
     baseline = SimpleNamespace(model=MODEL, treebank="ewt", probe="right_branching")
-    assert "glove" not in inputs.syntax.probe_baseline(baseline)
-    effects = inputs.finetune_effects.dump(SimpleNamespace(model=MODEL, checkpoint="pretrained", corpus="cola"))
+    assert "glove" not in study.syntax.probe_baseline(baseline)
+    effects = study.finetune_effects.dump(SimpleNamespace(model=MODEL, checkpoint="pretrained", corpus="cola"))
     assert effects["tokens"] == f"R/tokens/{MODEL}/cola/dev.parquet"
     pretrained = SimpleNamespace(model=MODEL, checkpoint="pretrained", corpus="cola")
-    rule_classes = inputs.finetune_effects.pattern_classes(pretrained)
+    rule_classes = study.finetune_effects.pattern_classes(pretrained)
     assert set(rule_classes) == ({"checkpoint", "features"} if study.config["finetune_effects"]["classifier"] == "rule"
                                  else {"checkpoint", "features", "dump", "tokens", "cnn", "cnn_info"})
 

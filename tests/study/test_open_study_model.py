@@ -29,10 +29,10 @@ def test_a_local_malt_tab_treebank_plans_its_dumps_heads_and_probes_and_skips_na
     assert (entry.format, entry.tagset, entry.labelled, entry.source) == ("malt_tab", "ptb", False, "path")
     assert [p.name for p in study.corpora.source_files("ptb", "train")] == ["wsj_0001.dp", "wsj_0002.dp"]
     assert study.splits["ptb"] == ["train", "dev"]
-    assert {(c, t) for _, c, t in study.syntax_targets} == {(c, t) for c in ("pretrained", "random")
+    assert {(c, t) for _, c, t in study.syntax.targets} == {(c, t) for c in ("pretrained", "random")
                                                            for t in ("ewt", "ptb")}
     assert f"R/figures/syntax/dependency_heads_{MODEL}_pretrained_ptb.png" in study.outputs()
-    assert {t for _, _, t, _, _ in study.probe_parts()} == {"ewt", "ptb"}
+    assert {t for _, _, t, _, _ in study.syntax.probe_parts()} == {"ewt", "ptb"}
     assert any("'ptb' has no relation labels" in note for note in study.notes)
     # the paper comparison and the summary read the first labelled treebank; both are named in the report
     context = study.report_context()
@@ -46,8 +46,8 @@ def test_adding_the_treebank_adds_exactly_its_branch(tmp_path):
     added = set(after.outputs()) - set(before.outputs())
     assert added == {f"R/figures/syntax/{f}_{MODEL}_{c}_ptb.{e}" for f in ("dependency_heads", "best_head_maps")
                      for c in ("pretrained", "random") for e in ("png", "pdf")}
-    assert set(after.dumps) - set(before.dumps) == {(MODEL, c, "ptb", s) for c in ("pretrained", "random")
-                                                    for s in ("train", "dev")}
+    assert set(after.attention.dumps) - set(before.attention.dumps) == {
+        (MODEL, c, "ptb", s) for c in ("pretrained", "random") for s in ("train", "dev")}
     assert set(after.data_tables()) - set(before.data_tables()) == {"R/data/ptb/train.parquet",
                                                                     "R/data/ptb/dev.parquet"}
 
@@ -64,10 +64,10 @@ def test_a_local_csv_task_is_fine_tuned_and_analysed_like_a_built_in_one(tmp_pat
     spec = study.task_spec("reviews")
     assert (spec.reader, spec.is_pair, spec.main_metric, spec.labels) == ("table", False, "accuracy",
                                                                          ("negative", "positive"))
-    assert [r for r in study.finetune_runs if r[1] == "reviews"] == [(MODEL, "reviews", 42)]
-    assert "reviews" in study.effects_tasks and study.entry_pattern("hub", "table") == "reviews"
+    assert [r for r in study.finetune.runs if r[1] == "reviews"] == [(MODEL, "reviews", 42)]
+    assert "reviews" in study.finetune_effects.tasks and study.entry_pattern("hub", "table") == "reviews"
     assert "wic_marking" not in study.finetune_settings("reviews", MODEL)
-    assert study.inputs.data.source_files("reviews", "dev") == [str(folder / "dev.csv")]
+    assert study.data.source_files("reviews", "dev") == [str(folder / "dev.csv")]
 
 
 @pytest.mark.parametrize("change, fragment", [

@@ -96,7 +96,7 @@ def test_caps_apply_to_dumps_and_fine_tuning(tiny):
     assert forward_passes(study, [dev, wiki], shapes)["gradient"] == 4  # the 4 wiki segments, pretrained only
     # Head disabling of the CoLA run: its 6 dev examples (ablation.max_examples 8 in the tiny study) scored
     # once plainly and once per head (2 x 2) in mode zero.
-    assert study.disabling_runs == [("tiny", "cola", 42)] and study.config["ablation"]["max_examples"] == 8
+    assert study.ablation.disabling_runs == [("tiny", "cola", 42)] and study.config["ablation"]["max_examples"] == 8
     assert passes["ablation_disabling"] == 6 * (1 + 2 * 2)
     # The found heads: at most a found and a random head per relation and for coreference, each over the
     # score split (the probe) and the CoLA dev examples, plus one plain pass of each.

@@ -98,16 +98,16 @@ def test_the_report_draws_the_head_development_of_a_model_at_two_revisions():
                       "models": models})
     outputs = set(study.outputs())
     assert {"R/tables/head_development.csv", "R/figures/development/pythia-160m.png"} <= outputs
-    assert set(study.development_inputs) == {"sink_rates", "head_diagnostics", "dependency_heads"}
-    assert study.development_series == {"pythia-160m": [["pythia-160m-step1000", "step1000", 1000],
+    assert set(study.report.development_inputs) == {"sink_rates", "head_diagnostics", "dependency_heads"}
+    assert study.report.development_series == {"pythia-160m": [["pythia-160m-step1000", "step1000", 1000],
                                                         ["pythia-160m-step143000", "step143000", 143000]]}
     # the ICL score of each revision (surface stage), drawn beside the induction score
     assert "R/tables/icl_score.csv" in outputs
-    assert study.icl_points == {"pythia-160m-step1000": ["pythia-160m", "step1000", 1000],
+    assert study.surface.icl_points == {"pythia-160m-step1000": ["pythia-160m", "step1000", 1000],
                                 "pythia-160m-step143000": ["pythia-160m", "step143000", 143000]}
-    assert study.development_figure_inputs == {"icl_score": "R/tables/icl_score.csv"}
+    assert study.report.development_figure_inputs == {"icl_score": "R/tables/icl_score.csv"}
     # role agreement: each revision with the next and with the last
-    assert [(p["relation"], p["first_model"], p["second_model"]) for p in study.role_agreement_pairs] == [
+    assert [(p["relation"], p["first_model"], p["second_model"]) for p in study.report.role_agreement_pairs] == [
         ("revision_next", "pythia-160m-step1000", "pythia-160m-step143000"),
         ("revision_last", "pythia-160m-step1000", "pythia-160m-step143000")]
     # one revision has nothing to develop over
@@ -115,7 +115,7 @@ def test_the_report_draws_the_head_development_of_a_model_at_two_revisions():
     one = study_of({"study": {"models": ["pythia-160m"], "tasks": [], "treebanks": ["ewt"], "wiki": True},
                     "models": models})
     assert "R/tables/head_development.csv" not in set(one.outputs())
-    assert "R/tables/icl_score.csv" not in set(one.outputs()) and not one.icl_points
+    assert "R/tables/icl_score.csv" not in set(one.outputs()) and not one.surface.icl_points
 
 
 def test_the_prefetchs_entry_for_a_revision_keeps_the_models_own_settings(tmp_path):

@@ -6,15 +6,17 @@ from __future__ import annotations
 import re
 from types import SimpleNamespace
 
+import pytest
 from docutils.core import publish_parts
 from jinja2 import Environment
 
 from support.paths import REPO
-from support.study_configs import one_model, study_of
+from support.study_configs import MODEL, one_model, study_of
 from workflow_scripts.core.stages import STAGES
-from workflow_scripts.study.build import STAGE_PLANS
-from workflow_scripts.study.plans import explorer, surface
+from workflow_scripts.study.plans import explorer, stage_plans, surface
 from workflow_scripts.surface.measures import HEAD_MEASURES
+
+STAGE_PLANS = stage_plans()
 
 
 def test_one_plan_per_stage_in_the_order_of_the_stages():
@@ -28,9 +30,12 @@ def test_every_declared_caption_is_a_file_that_the_stage_rules_name():
     for plan in STAGE_PLANS:
         rules = (REPO / "rules" / f"{plan.STAGE}.smk").read_text(encoding="utf-8")
         for analysis in plan.ANALYSES:
-            for caption in analysis.captions:
+            for index, caption in enumerate(analysis.captions):
                 assert (REPO / "report" / caption).is_file(), f"{plan.STAGE}: {caption} is not under report/"
-                assert f'"../report/{caption}"' in rules, f"rules/{plan.STAGE}.smk does not show {caption}"
+                # A stacked table's caption reaches the generic rule's caption file through params.caption.
+                stacked = analysis.stack_key and index == 0
+                shown = f"../report/{plan.STAGE}_table.rst" if stacked else f"../report/{caption}"
+                assert f'"{shown}"' in rules, f"rules/{plan.STAGE}.smk does not show {caption}"
 
 
 def test_every_declared_table_is_the_output_of_a_rule_of_its_stage():
@@ -38,7 +43,7 @@ def test_every_declared_table_is_the_output_of_a_rule_of_its_stage():
         rules = (REPO / "rules" / f"{plan.STAGE}.smk").read_text(encoding="utf-8")
         for analysis in plan.ANALYSES:
             for table in analysis.tables:
-                generic = table in surface.MEASURE_NAMES and 'table("{measure}")' in rules
+                generic = analysis.stack_key and f"rule {plan.STAGE}_table:" in rules and 'table("{table}")' in rules
                 assert generic or re.search(rf'table\("{table}"\)', rules), f"no rule of {plan.STAGE} writes {table}"
 
 
@@ -70,14 +75,14 @@ def test_the_explorer_reads_the_tables_the_stages_declare_for_it():
 
 def test_a_study_without_the_surface_dump_plans_no_head_measure_and_the_explorer_shows_none():
     study = study_of(one_model(wiki=False))
-    assert not study.surface_pairs
+    assert not study.surface.pairs
     assert not any(study.paths.table(m.name) in study.outputs() for m in HEAD_MEASURES)
     assert study.explorer.measures == []
 
 
 def test_the_head_measure_caption_shows_the_declared_caption():
     env = Environment(trim_blocks=True, lstrip_blocks=True)
-    template = (REPO / "report" / "surface_head_measure.rst").read_text(encoding="utf-8")
+    template = (REPO / "report" / "surface_table.rst").read_text(encoding="utf-8")
     for measure in HEAD_MEASURES:
         text = env.from_string(template).render(snakemake=SimpleNamespace(params=SimpleNamespace(
             caption=measure.caption)))
@@ -106,16 +111,88 @@ def test_diagnostic_sequences_are_cut_to_what_a_model_takes_and_a_note_says_so()
     config = one_model()
     config["surface"] = {"diagnostics": {"length": 70}}
     study = study_of(config)
-    assert set(study.diagnostic_lengths.values()) == {63}  # 2 x 63 + 2 special tokens = max_length 128
+    assert set(study.surface.diagnostic_lengths.values()) == {63}  # 2 x 63 + 2 special tokens = max_length 128
     assert any("reads sequences of 2 x 63 tokens, not 2 x 70" in note for note in study.notes)
     config["surface"] = {"diagnostics": {"length": 40}}
     study = study_of(config)
-    assert set(study.diagnostic_lengths.values()) == {40} and not any("2 x 40" in n for n in study.notes)
+    assert set(study.surface.diagnostic_lengths.values()) == {40} and not any("2 x 40" in n for n in study.notes)
 
 
 def test_a_study_of_other_signals_only_plans_no_diagnostics():
     study = study_of({**one_model(), "attention": {"signals": ["norm"]}})
-    assert study.surface_pairs and not study.diagnostic_pairs
+    assert study.surface.pairs and not study.surface.diagnostic_pairs
     outputs = study.outputs()
     assert study.paths.table("head_diagnostics") not in outputs and study.paths.table("sink_rates") not in outputs
     assert study.paths.table("first_token") in outputs
+
+
+def test_each_stage_plan_is_frozen_and_kept_by_its_stage_name():
+    import dataclasses
+
+    study = study_of(one_model(tasks=["cola"]))
+    assert list(study.plans) == list(STAGES)
+    for stage in STAGES:
+        plan = study.stage(stage)
+        assert dataclasses.is_dataclass(plan) and type(plan).__dataclass_params__.frozen
+        assert plan.study is study and all(path in study.outputs() for path in plan.outputs)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            plan.outputs = []
+    assert study.finetune.runs == [(MODEL, "cola", seed) for seed in study.config["finetune"]["seeds"]]
+    assert study.surface is study.stage("surface")
+
+
+def test_a_plan_reads_only_the_plans_made_before_it():
+    from workflow_scripts.study.model import new_study
+
+    study = new_study(study_of().config)
+    with pytest.raises(LookupError, match="the finetune stage is not planned yet"):
+        _ = study.finetune
+    with pytest.raises(LookupError, match="out of order"):
+        study.add_plan("surface", stage_plans()[0].plan(study))
+    with pytest.raises(KeyError, match="'fine_tune' is not a stage"):
+        study.stage("fine_tune")
+    with pytest.raises(AttributeError):
+        _ = study.fine_tune
+
+
+def test_the_study_holds_what_the_stages_share_and_no_stage_writes_it():
+    """Study's fields are the shared ones (at most 8); no module assigns to a study's attribute: each plan returns its
+    frozen Plan, and only the build records it."""
+    import ast
+    import dataclasses
+
+    from workflow_scripts.study.model import Study
+
+    assert [f.name for f in dataclasses.fields(Study)] == ["config", "paths", "corpora", "splits", "notes", "plans"]
+    assignments = []
+    for path in sorted((REPO / "workflow_scripts").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else (
+                [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else [])
+            for target in targets:
+                while isinstance(target, ast.Subscript):
+                    target = target.value
+                if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                        and target.value.id in ("study", "STUDY")):
+                    assignments.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert assignments == []
+
+
+def test_the_generic_table_rule_stacks_what_each_declaration_says():
+    from workflow_scripts.surface.measures import measure_named
+
+    study = study_of(one_model(tasks=["cola"]))
+    stacked = set(surface.STACKED)
+    assert {"surface_heads", "sep_gradient", "head_clusters", "attention_distance"} <= stacked
+    assert {m.name for m in HEAD_MEASURES} <= stacked and "head_diagnostics" not in stacked
+    for name in stacked - {"icl_score"}:
+        wildcards = SimpleNamespace(table=name)
+        pairs = study.surface.gradient_pairs if name == "sep_gradient" else study.surface.pairs
+        assert study.surface.stacked_parts(wildcards) == [
+            f"R/analysis/surface/{m}/{c}/{name}.csv" for m, c in pairs]
+        assert study.surface.stack_key(wildcards) == list(surface.STACKED[name].stack_key)
+    assert study.surface.table_caption(SimpleNamespace(table="same_word")) == measure_named("same_word").caption
+    assert study.surface.table_caption(SimpleNamespace(table="surface_heads")) == (
+        REPO / "report" / "surface_heads.rst").read_text(encoding="utf-8")
+    assert study.surface.table_subcategory(SimpleNamespace(table="same_word")) == "Head measures"
+    assert study.surface.table_subcategory(SimpleNamespace(table="surface_heads")) is None

@@ -48,25 +48,12 @@ def head_clusters_part(smk: Any) -> None:
                   broad_entropy=p.broad_entropy)
 
 
-@entry_point("surface_heads_table")
-def surface_heads_table(smk: Any) -> None:
+@entry_point("surface_table")
+def surface_table(smk: Any) -> None:
+    """Every table of the stage that only stacks its parts (rules/surface.smk), sorted by its declared key."""
     from ..surface.statistics import concat_parts
 
-    concat_parts(list(smk.input), smk.output[0], ["model", "checkpoint", "layer", "head"])
-
-
-@entry_point("sep_gradient_table")
-def sep_gradient_table(smk: Any) -> None:
-    from ..surface.statistics import concat_parts
-
-    concat_parts(list(smk.input), smk.output[0], ["model", "checkpoint", "layer"])
-
-
-@entry_point("head_clusters_table")
-def head_clusters_table(smk: Any) -> None:
-    from ..surface.statistics import concat_parts
-
-    concat_parts(list(smk.input), smk.output[0], ["model", "checkpoint", "layer", "head"])
+    concat_parts(list(smk.input), smk.output[0], list(smk.params.key))
 
 
 @entry_point("surface_figures")
@@ -114,13 +101,6 @@ def attention_distance_part(smk: Any) -> None:
                               resamples=p.resamples, seed=p.bootstrap_seed)
 
 
-@entry_point("attention_distance_table")
-def attention_distance_table(smk: Any) -> None:
-    from ..surface.statistics import concat_parts
-
-    concat_parts(list(smk.input), smk.output[0], ["model", "checkpoint", "layer", "head"])
-
-
 # --- the declared head measures (surface/measures.py), one set of rules for all -------------------------------
 
 
@@ -142,13 +122,6 @@ def head_measure_part(smk: Any) -> None:
     head_measure_gather(measure_named(smk.wildcards.measure), smk.input.dump, list(smk.input.partials),
                         smk.output[0], model=smk.wildcards.model, checkpoint=smk.wildcards.checkpoint,
                         corpus=p.corpus, split=p.split, resamples=p.resamples, seed=p.bootstrap_seed)
-
-
-@entry_point("head_measure_table")
-def head_measure_table(smk: Any) -> None:
-    from ..surface.statistics import concat_parts
-
-    concat_parts(list(smk.input), smk.output[0], ["model", "checkpoint", "layer", "head"])
 
 
 @entry_point("head_diagnostics_part")
@@ -188,10 +161,3 @@ def icl_score_part(smk: Any) -> None:
         checkpoint=smk.wildcards.checkpoint, series=series, revision=revision, step=step, max_length=p.max_length,
         contexts=p.contexts, batch_size=p.batch_size, prepend_bos=p.prepend_bos, resamples=p.resamples,
         bootstrap_seed=p.bootstrap_seed, threads=smk.threads, offline=p.offline, dtype=p.dtype)
-
-
-@entry_point("icl_score_table")
-def icl_score_table(smk: Any) -> None:
-    from ..surface.statistics import concat_parts
-
-    concat_parts(list(smk.input), smk.output[0], ["series", "step", "model", "checkpoint"])

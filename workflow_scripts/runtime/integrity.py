@@ -44,7 +44,7 @@ def find_damage(study: Any) -> list[Damage]:
     """Every damaged file of the study's results folder that a run must rebuild (module docstring)."""
     found = marked_damage(study.results)  # first: a job's refusal says best what was wrong
     shard_count = int(study.config["attention"]["num_shards"])
-    for model, checkpoint, corpus, split in sorted(set(study.dumps)):
+    for model, checkpoint, corpus, split in sorted(set(study.attention.dumps)):
         found += dump_damage(Path(study.paths.dump_dir(model, checkpoint, corpus, split)), shard_count,
                              token_table=study.paths.token_table(model, corpus, split))
     for model in study.models:

@@ -8,8 +8,9 @@ final outputs (``rule all``). It is plain Python with no Snakemake inside, so th
 unit-tested (tests/study/test_model.py): "adding rte to study.tasks adds exactly these outputs".
 
 Each stage's plan is a module of workflow_scripts/study/plans/ (``plan(study)`` and the stage's declared
-``ANALYSES``), run in the order of :data:`STAGES`; it fills the stage's fields below from the config and from
-what the plans before it planned, never a later one. This module holds the Study and the views the plans share.
+``ANALYSES``), run in the order of :data:`STAGES`; ``plan(study)`` returns the stage's frozen ``Plan``, made from the
+config and from the plans before it (``study.stage(NAME)`` refuses a stage not planned yet). This module holds the
+Study, which keeps what every stage shares and the plans, and the views the plans share.
 """
 
 from __future__ import annotations
@@ -29,57 +30,49 @@ from .annotation import annotation_settings, caption_text, describe_annotators
 from .config import selected_corpora, selected_splits
 from .path_names import path_name_problems
 from .paths import ResultPaths
-from .plans.declarations import ExplorerPlan
+from .plans.declarations import StagePlan
 
 
 @dataclass
 class Study:
-    """Everything the DAG needs to know about one study (see the module docstring)."""
+    """Everything the DAG needs to know about one study (see the module docstring).
+
+    It holds what every stage shares; each stage's frozen plan is ``study.stage(NAME)``, or ``study.NAME`` (the
+    rules read ``STUDY.surface.dump``, ``STUDY.finetune.runs``), except the models stage's plan, which only
+    ``stage("models")`` reads: ``study.models`` is the study's list of models.
+    """
 
     config: Mapping[str, Any]
     paths: ResultPaths
     corpora: Corpora                          # every treebank and task entry, by name
     splits: dict[str, list[str]]              # corpus -> the splits the study builds
     notes: list[str] = field(default_factory=list)  # what was left out and why (logged by the Snakefile)
-    # finetune
-    finetune_tasks: list[str] = field(default_factory=list)
-    finetune_runs: list[tuple[str, str, int]] = field(default_factory=list)   # (model, task, seed)
-    # attention
-    dumps: list[tuple[str, str, str, str]] = field(default_factory=list)      # (model, checkpoint, corpus, split)
-    # surface
-    surface_pairs: list[tuple[str, str]] = field(default_factory=list)        # (subject, checkpoint)
-    gradient_pairs: list[tuple[str, str]] = field(default_factory=list)       # those of the attention signal
-    diagnostic_pairs: list[tuple[str, str]] = field(default_factory=list)     # (model, checkpoint): synthetic inputs
-    diagnostic_lengths: dict[str, int] = field(default_factory=dict)           # model -> the L it reads
-    icl_points: dict[str, list] = field(default_factory=dict)  # model -> [series, revision, step]: the ICL score
-    # syntax
-    syntax_splits: list[str] = field(default_factory=list)
-    syntax_targets: list[tuple[str, str, str]] = field(default_factory=list)  # (model, checkpoint, treebank)
-    coref_pairs: list[tuple[str, str]] = field(default_factory=list)
-    attention_probes: list[str] = field(default_factory=list)
-    baseline_probes: list[str] = field(default_factory=list)
-    # finetune_effects
-    effects_tasks: list[str] = field(default_factory=list)
-    effects_targets: list[tuple[str, str, str]] = field(default_factory=list)  # (model, checkpoint, task)
-    # ablation
-    disabling_runs: list[tuple[str, str, int]] = field(default_factory=list)  # (model, task, seed)
-    found_heads_models: list[str] = field(default_factory=list)
-    # report
-    report_tables: dict[str, str] = field(default_factory=dict)   # table name -> path
-    report_absent: dict[str, str] = field(default_factory=dict)   # table name -> why the study has none
-    signal_comparison_inputs: dict[str, str] = field(default_factory=dict)
-    development_inputs: dict[str, str] = field(default_factory=dict)   # table name -> path (plans/report.py)
-    development_series: dict[str, list[list]] = field(default_factory=dict)  # name -> [[model, revision, step]]
-    atlas_inputs: dict[str, Any] = field(default_factory=dict)    # input name -> path(s) (plans/report.py)
-    atlas_params: dict[str, Any] = field(default_factory=dict)
-    role_agreement_pairs: list[dict[str, Any]] = field(default_factory=list)  # plans/report.py
-    development_figure_inputs: dict[str, str] = field(default_factory=dict)   # table name -> path, besides its own
-    # explorer
-    explorer: ExplorerPlan = field(default_factory=ExplorerPlan)
-    stage_outputs: dict[str, list[str]] = field(default_factory=dict)
-    # The rules' input functions, per stage (workflow_scripts/study/inputs.py: rule_inputs), set by build.build_study
-    # once every stage has planned: inputs.py reads the Study, so this module does not import it.
-    inputs: Any = None
+    # Each stage's plan, in the order of STAGES, as build.build_study makes them (add_plan).
+    plans: dict[str, StagePlan] = field(default_factory=dict)
+
+    def stage(self, name: str) -> StagePlan:
+        """The plan of stage ``name``; refused while that stage is not planned yet, so that a plan reads only the
+        plans of the stages before it."""
+        if name not in STAGES:
+            raise KeyError(f"{name!r} is not a stage of the study (core/stages.py: {', '.join(STAGES)})")
+        if name not in self.plans:
+            planned = ", ".join(self.plans) or "none"
+            raise LookupError(f"the {name} stage is not planned yet (planned: {planned}); a plan reads only the "
+                              "plans of the stages before it in STAGES (core/stages.py)")
+        return self.plans[name]
+
+    def add_plan(self, name: str, plan: StagePlan) -> None:
+        """Record the plan of the next stage (build.build_study, in the order of STAGES)."""
+        expected = STAGES[len(self.plans)]
+        if name != expected:
+            raise LookupError(f"the {name} stage is planned out of order: the next stage is {expected}")
+        self.plans[name] = plan
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when no attribute is found: a stage's name reads its plan (``STUDY.surface``).
+        if name in STAGES and "plans" in self.__dict__:
+            return self.stage(name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # --- simple views --------------------------------------------------------------------------------------
 
@@ -156,11 +149,6 @@ class Study:
         """Corpora with gold words, fed under attention.input_protocol: the treebanks and their windows."""
         return [*self.corpora.treebanks, *(name + WINDOW_SUFFIX for name in self.corpora.treebanks)]
 
-    @property
-    def syntax_pairs(self) -> list[tuple[str, str]]:
-        """(model, checkpoint) with syntax analyses on any treebank."""
-        return sorted({(m, c) for m, c, _ in self.syntax_targets})
-
     def model_dtype(self, subject: str) -> str:
         """The weights' type of a subject's model in its forward-only passes (the entry's ``dtype``)."""
         return self.config["models"][base_model(subject)]["dtype"]
@@ -189,47 +177,26 @@ class Study:
     def finetuned_checkpoints(self, model: str, tasks: list[str] | None = None, final_only: bool = False) -> list[str]:
         """Names of the fine-tuned checkpoints of ``model``, in training order per run: each step, then final."""
         names = []
-        for m, task, seed in self.finetune_runs:
+        for m, task, seed in self.stage("finetune").runs:
             if m != base_model(model) or (tasks is not None and task not in tasks):
                 continue
             steps = [] if final_only else self.finetune_settings(task)["save_steps"]
             names += [checkpoint_name(task, seed, step) for step in [*steps, "final"]]
         return names
 
-    @property
-    def effects_pretrained_only(self) -> list[str]:
-        """Tasks analysed with the pretrained checkpoint only: the study fine-tunes nothing on them."""
-        return [t for t in self.effects_tasks if t not in self.finetune_tasks]
-
     def effects_checkpoints(self, model: str, task: str) -> list[str]:
         """pretrained, then the task's fine-tuned checkpoints in order (final only without trajectory)."""
         names = ["pretrained"]
-        if task in self.finetune_tasks:
+        if task in self.stage("finetune").tasks:
             trajectory = self.config["finetune_effects"]["trajectory"]
             names += self.finetuned_checkpoints(model, [task], final_only=not trajectory)
         return names
 
-    def effects_pairs(self, model: str) -> list[tuple[str, str]]:
-        """(checkpoint, task) of every fine-tuning-effects part of ``model``."""
-        return [(c, t) for m, c, t in self.effects_targets if m == model]
-
-    def probe_parts(self) -> list[tuple[str, str, str, str, str]]:
-        """(model, checkpoint or 'none', treebank, probe, path) of every probe result the probes table combines."""
-        parts = []
-        for model, checkpoint, treebank in self.syntax_targets:
-            parts += [(model, checkpoint, treebank, p,
-                       self.paths.analysis("syntax", model, checkpoint, "probes", treebank, f"{p}.parquet"))
-                      for p in (*self.attention_probes, "mst_best_head")]
-        for model, treebank in sorted({(m, t) for m, _, t in self.syntax_targets}):
-            parts += [(model, "none", treebank, p, self.paths.analysis("syntax", model, "baselines", treebank,
-                                                                       f"{p}.parquet"))
-                      for p in self.baseline_probes]
-        return parts
-
     @property
     def syntax_treebank(self) -> str:
         """The labelled treebank the paper comparison and the summary read (the first of syntax.treebanks)."""
-        analysed = [t for t in self.config["syntax"]["treebanks"] if t in {t for _, _, t in self.syntax_targets}]
+        targets = {treebank for _, _, treebank in self.stage("syntax").targets}
+        analysed = [treebank for treebank in self.config["syntax"]["treebanks"] if treebank in targets]
         labelled = [t for t in analysed if self.corpora.treebanks[t].labelled]
         return (labelled or analysed or ["ewt"])[0]
 
@@ -243,8 +210,8 @@ class Study:
             "select_split": syntax["select_split"],
             "score_split": syntax["score_split"],
             "tasks": list(self.config["study"]["tasks"]),
-            "finetuned_tasks": list(self.finetune_tasks),
-            "analysed_tasks": list(self.effects_tasks),
+            "finetuned_tasks": list(self.stage("finetune").tasks),
+            "analysed_tasks": list(self.stage("finetune_effects").tasks),
             "predictions": self.config["finetune_effects"]["predictions"],
             "glove": self.config["study"]["glove"],
             "annotator": self.annotator_description(),
@@ -260,8 +227,8 @@ class Study:
         }
 
     def outputs(self) -> list[str]:
-        """The final outputs of the study (rule all), stage by stage."""
-        return [path for stage in STAGES for path in self.stage_outputs.get(stage, [])]
+        """The final outputs of the study (rule all), stage by stage: of the stages planned so far while planning."""
+        return [path for plan in self.plans.values() for path in plan.outputs]
 
 
 def new_study(config: Mapping[str, Any]) -> Study:

@@ -25,7 +25,7 @@ def forward_passes(study: Study, dumps: list[DumpSize], shapes: dict[str, ModelS
     unknown: list[str] = [f"{d.corpus}/{d.split}" for d in dumps if d.examples is None]
     for d in dumps:
         per_model[base_model(d.model)]["extraction"] += d.examples or 0
-    for model, task, _seed in study.finetune_runs:
+    for model, task, _seed in study.finetune.runs:
         settings = study.finetune_settings(task, model)
         n_train = split_size(study, task, "train")[0]
         n_dev = split_size(study, task, study.dev_split(task))[0]
@@ -47,7 +47,7 @@ def gradient_passes(study: Study, dumps: list[DumpSize], shapes: dict[str, Model
     """Adds to ``per_model`` the examples of the separator gradient (surface.gradient_examples per checkpoint with
     a masked-LM head); True where a pretrained model's head is not known, so that the count is a bound."""
     surface, bound = study.config["surface"], False
-    for model, checkpoint in study.gradient_pairs:
+    for model, checkpoint in study.surface.gradient_pairs:
         info = parse_checkpoint_name(checkpoint)
         # Skipped without a loss: the random-init control never has a masked-LM head, a pretrained model
         # saved without one (a sentence encoder) neither; a fine-tuned one scores its task's dev examples.
@@ -73,7 +73,7 @@ def ablation_passes(study: Study, shapes: dict[str, ModelShape], unknown: list[s
     ``unknown``."""
     ablation, syntax = study.config["ablation"], study.config["syntax"]
     modes = len(ablation["modes"])
-    for model, task, _seed in study.disabling_runs:
+    for model, task, _seed in study.ablation.disabling_runs:
         n_dev = split_size(study, task, study.dev_split(task))[0]
         shape = shapes[model].layers_heads
         if n_dev is None or shape is None:
@@ -82,14 +82,14 @@ def ablation_passes(study: Study, shapes: dict[str, ModelShape], unknown: list[s
         max_dev = study.finetune_settings(task, model)["max_dev_examples"]
         capped = min(n_dev, max_dev or n_dev, ablation["max_examples"])
         per_model[model]["ablation_disabling"] += capped * (1 + shape[0] * shape[1] * modes)
-    heads = 2 * (len(syntax["relations"]) + (1 if study.coref_pairs else 0))
-    for model in study.found_heads_models:
+    heads = 2 * (len(syntax["relations"]) + (1 if study.syntax.coref_pairs else 0))
+    for model in study.ablation.found_heads_models:
         n_score = split_size(study, study.syntax_treebank, syntax["score_split"])[0]
         if n_score is None:
             unknown.append(f"found heads on {study.syntax_treebank}/{syntax['score_split']}")
             continue
         found = n_score * (1 + heads * modes)
-        for task, _seed in [(t, s) for m, t, s in study.disabling_runs if m == model]:
+        for task, _seed in [(t, s) for m, t, s in study.ablation.disabling_runs if m == model]:
             n_dev = split_size(study, task, study.dev_split(task))[0] or 0
             found += min(n_dev, ablation["max_examples"]) * (1 + heads * modes)
         per_model[model]["ablation_found_heads_at_most"] += found

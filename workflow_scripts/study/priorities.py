@@ -63,7 +63,7 @@ class JobPriorities:
 
     def __init__(self, study: Study) -> None:
         costs = {(model, task): finetune_cost(study, model, task)
-                 for model, task, _seed in study.finetune_runs}
+                 for model, task, _seed in study.finetune.runs}
         ranks = {cost: rank for rank, cost in enumerate(sorted(set(costs.values())), start=1)}
         self.runs = {pair: ranks[cost] for pair, cost in costs.items()}
         self.tasks = {task: max(p for (_, t), p in self.runs.items() if t == task) for _, task in self.runs}

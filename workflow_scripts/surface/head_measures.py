@@ -5,7 +5,7 @@ with its 95% bootstrap interval over examples (METHODS 10, as the surface statis
 The science is one function per measure, from one example's token-level maps and tokens to its numerator
 (layers, heads) and denominator; :class:`HeadMeasure` declares it with its caption and explorer label, and
 ``HEAD_MEASURES`` in ``workflow_scripts/surface/measures.py`` lists them. The rules ``head_measure_shard``,
-``head_measure_part`` and ``head_measure_table`` (rules/surface.smk) run every declared measure on the surface
+``head_measure_part`` and ``surface_table`` (rules/surface.smk) run every declared measure on the surface
 dump per shard group, gather the parts per (model, checkpoint) and write ``tables/<name>.csv`` as a report output
 whose caption is the declaration's; the head explorer colours its grid by it (docs/contributing.md, "Recipe: add
 an analysis").

@@ -1,8 +1,8 @@
 """The declared head measures (surface/head_measures.py): one entry each, the only registration a new one needs.
 
 Every measure listed here is run on the surface dump of every (subject, checkpoint) of the study by the rules
-head_measure_{shard,part,table}, written to ``tables/<name>.csv`` with its caption in the report, and shown in
-the head explorer's grid (docs/contributing.md, "Recipe: add an analysis").
+head_measure_{shard,part} and surface_table, written to ``tables/<name>.csv`` with its caption in the report, and
+shown in the head explorer's grid (docs/contributing.md, "Recipe: add an analysis").
 """
 
 from __future__ import annotations

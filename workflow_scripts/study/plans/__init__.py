@@ -4,8 +4,9 @@ Each module is named after its stage (``STAGES`` in core/stages.py) and holds:
 
 - ``ANALYSES``: the stage's analyses as :class:`~.declarations.Analysis` (name, unit of work, sharded or not,
   the tables and figures it writes, their captions, the tables the head explorer reads);
-- ``plan(study)``: fills the stage's fields of the Study from the config and from what the plans of the earlier
-  stages planned (never a later one), and sets the stage's final outputs (``rule all``).
+- ``plan(study)``: returns the stage's frozen ``Plan`` (a :class:`~.declarations.StagePlan`: its planned work, its
+  final outputs for ``rule all``, and the input and params functions its rules call, e.g. ``STUDY.surface.dump``),
+  made from the config and from the plans of the earlier stages (``study.stage(NAME)`` refuses a later one).
 
 They live in workflow_scripts/study/ rather than in each stage's folder because a plan reads the Study and the
 config, which the stages' science never does (docs/contributing.md, "Which way imports run"): the science stays
@@ -13,8 +14,8 @@ plain functions, and only the rules and the entry points import the study. ``bui
 in order (:func:`stage_plans`).
 
 The plans are found by their stage's name (:func:`stage_plan`), so that the list of stages is spelled once, as
-``STAGES``: the build, the explorer's earlier plans and the rules' input functions (``inputs.py``) follow from it,
-and a new stage is a new module here, registered nowhere.
+``STAGES``: the build, the explorer's earlier plans and the rules' input functions (each plan's methods) follow from
+it, and a new stage is a new module here, registered nowhere.
 """
 
 from __future__ import annotations

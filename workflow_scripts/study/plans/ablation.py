@@ -14,13 +14,13 @@ It reads the plans of the fine-tuning and syntax stages (their runs and targets)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import ConfigError
 from ...finetune.tasks import checkpoint_name
 from ...models.cards import undeclared_attention
-from .declarations import Analysis
-from .syntax import Inputs as SyntaxInputs
+from .declarations import Analysis, StagePlan, analysis_named
 
 if TYPE_CHECKING:
     from ..model import Study
@@ -38,41 +38,41 @@ ANALYSES = (
 def ablation_tasks(study: Study) -> list[str]:
     """The fine-tuned tasks whose final checkpoints are ablated (``ablation.tasks``; null = every one)."""
     requested = study.config[STAGE]["tasks"]
+    finetuned = study.finetune.tasks
     if requested is None:
-        return list(study.finetune_tasks)
+        return list(finetuned)
     for task in requested:
-        if task not in study.finetune_tasks:
+        if task not in finetuned:
             raise ConfigError(f"config key 'ablation.tasks': {task!r} is not a task this study fine-tunes "
-                              f"({', '.join(study.finetune_tasks) or 'none'}); remove it, or fine-tune it "
+                              f"({', '.join(finetuned) or 'none'}); remove it, or fine-tune it "
                               "('study.tasks', 'finetune.tasks')")
-    return [task for task in study.finetune_tasks if task in requested]
+    return [task for task in finetuned if task in requested]
 
 
-def plan(study: Study) -> None:
-    """Set ``study.disabling_runs``, ``study.found_heads_models`` and the stage's outputs."""
+def plan(study: Study) -> Plan:
+    """The fine-tuned runs whose heads are disabled, the models whose found heads are ablated, and the outputs."""
     tasks = ablation_tasks(study)
-    study.disabling_runs = [(m, t, s) for m, t, s in study.finetune_runs if t in tasks]
+    disabling_runs = [(m, t, s) for m, t, s in study.finetune.runs if t in tasks]
     treebank = study.syntax_treebank
-    study.found_heads_models = ([m for m in study.models if (m, PRETRAINED, treebank) in study.syntax_targets]
-                                if study.config[STAGE]["found_heads"] else [])
-    check_families(study)
-    disabling, found = ANALYSES
+    found_heads_models = ([m for m in study.models if (m, PRETRAINED, treebank) in study.syntax.targets]
+                          if study.config[STAGE]["found_heads"] else [])
+    check_families(study, [m for m, _, _ in disabling_runs] + found_heads_models)
+    disabling, found = analysis_named(ANALYSES, "head_disabling"), analysis_named(ANALYSES, "found_heads")
     outputs = []
-    if study.disabling_runs:
+    if disabling_runs:
         outputs += [study.paths.table(name) for name in disabling.tables]
-        disabled = sorted({m for m, _, _ in study.disabling_runs}, key=study.models.index)
+        disabled = sorted({m for m, _, _ in disabling_runs}, key=study.models.index)
         outputs += study.paths.figures(STAGE, [figure.format(model=model) for model in disabled
                                                for figure in disabling.figures])
-    if study.found_heads_models:
+    if found_heads_models:
         outputs += [study.paths.table(name) for name in found.tables]
-    study.stage_outputs[STAGE] = outputs
+    return Plan(study=study, disabling_runs=disabling_runs, found_heads_models=found_heads_models, outputs=outputs)
 
 
-def check_families(study: Study) -> None:
+def check_families(study: Study, ablated_models: list[str]) -> None:
     """Refuse, before any job, to ablate a model whose family does not say where its attention is
     (models/families.py), when its config.json is local; a hub model not in the local cache is refused by its job."""
-    ablated = dict.fromkeys([m for m, _, _ in study.disabling_runs] + study.found_heads_models)
-    for model in ablated:
+    for model in dict.fromkeys(ablated_models):
         model_type = undeclared_attention(model, study.config["models"][model])
         if model_type is not None:
             raise ConfigError(f"config key 'ablation': head ablation acts inside each layer's attention, whose layout "
@@ -82,60 +82,50 @@ def check_families(study: Study) -> None:
                               "(docs/contributing.md)")
 
 
-def disabling_part(study: Study, model: str, task: str, seed: int | str) -> str:
-    return study.paths.analysis(STAGE, model, f"{task}.seed{seed}", "disabling.csv")
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Plan(StagePlan):
+    """The causal head checks' plan (``STUDY.ablation``), with the input and params functions of rules/ablation.smk."""
 
-
-def found_heads_part(study: Study, model: str) -> str:
-    return study.paths.analysis(STAGE, model, "found_heads.csv")
-
-
-def found_heads_runs(study: Study, model: str) -> list[tuple[str, int]]:
-    """(task, seed) of the model's ablated fine-tuned runs, in the study's order."""
-    return [(t, s) for m, t, s in study.disabling_runs if m == model]
-
-
-def found_heads_inputs(study: Study, model: str) -> dict[str, Any]:
-    """The found-heads job's inputs: the syntax tables, the checkpoints, the dev tables and the probe's data."""
-    syntax = study.config["syntax"]
-    treebank, select, score = study.syntax_treebank, syntax["select_split"], syntax["score_split"]
-    features = SyntaxInputs(study).probe_features  # the attention probe's features, where the syntax stage wrote them
-    runs = found_heads_runs(study, model)
-    inputs: dict[str, Any] = {
-        "dependency_best": study.paths.table("dependency_best"),
-        "pretrained": study.paths.checkpoint_manifest(model, PRETRAINED),
-        "finetuned": [study.paths.checkpoint_manifest(model, checkpoint_name(t, s, "final")) for t, s in runs],
-        "dev": [study.paths.data_table(t, study.dev_split(t)) for t, _ in runs],
-        "train_maps": features(model, PRETRAINED, f"{treebank}_{select}.maps.npy"),
-        "train_index": features(model, PRETRAINED, f"{treebank}_{select}.index.npz"),
-        "train_annotation": study.paths.annotation(treebank, select),
-        "test_tokens": study.paths.token_table(model, treebank, score),
-        "test_annotation": study.paths.annotation(treebank, score),
-    }
-    if study.coref_pairs:
-        inputs["coref_best"] = study.paths.table("coref_best")
-    return inputs
-
-
-class Inputs:
-    """Input and params functions of rules/ablation.smk (``STUDY.inputs.ablation``)."""
-
-    def __init__(self, study: Study) -> None:
-        self.study = study
+    disabling_runs: list[tuple[str, str, int]]   # (model, task, seed) of a fine-tuned run
+    found_heads_models: list[str]
 
     def disabling_part(self, model: str, task: str, seed: int | str) -> str:
-        return disabling_part(self.study, model, task, seed)
+        return self.paths.analysis(STAGE, model, f"{task}.seed{seed}", "disabling.csv")
 
     def found_heads_part(self, model: str) -> str:
-        return found_heads_part(self.study, model)
+        return self.paths.analysis(STAGE, model, "found_heads.csv")
+
+    def found_heads_runs(self, model: str) -> list[tuple[str, int]]:
+        """(task, seed) of the model's ablated fine-tuned runs, in the study's order."""
+        return [(t, s) for m, t, s in self.disabling_runs if m == model]
 
     def found_heads(self, wc: Any) -> dict[str, Any]:
-        return found_heads_inputs(self.study, wc.model)
+        """The found-heads job's inputs: the syntax tables, the checkpoints, the dev tables and the probe's data."""
+        study, paths, model = self.study, self.paths, wc.model
+        syntax = study.config["syntax"]
+        treebank, select, score = study.syntax_treebank, syntax["select_split"], syntax["score_split"]
+        features = study.syntax.probe_features  # the attention probe's features, where the syntax stage wrote them
+        runs = self.found_heads_runs(model)
+        inputs: dict[str, Any] = {
+            "dependency_best": paths.table("dependency_best"),
+            "pretrained": paths.checkpoint_manifest(model, PRETRAINED),
+            "finetuned": [paths.checkpoint_manifest(model, checkpoint_name(t, s, "final")) for t, s in runs],
+            "dev": [paths.data_table(t, study.dev_split(t)) for t, _ in runs],
+            "train_maps": features(model, PRETRAINED, f"{treebank}_{select}.maps.npy"),
+            "train_index": features(model, PRETRAINED, f"{treebank}_{select}.index.npz"),
+            "train_annotation": paths.annotation(treebank, select),
+            "test_tokens": paths.token_table(model, treebank, score),
+            "test_annotation": paths.annotation(treebank, score),
+        }
+        if study.syntax.coref_pairs:
+            inputs["coref_best"] = paths.table("coref_best")
+        return inputs
 
     def found_heads_tasks(self, wc: Any) -> list[dict[str, Any]]:
         """A params function: the entries of the tasks of the model's ablated runs."""
-        return [self.study.task_spec(t).params() for t, _ in found_heads_runs(self.study, wc.model)]
+        return [self.study.task_spec(t).params() for t, _ in self.found_heads_runs(wc.model)]
 
     def found_heads_settings(self, wc: Any) -> list[dict[str, Any]]:
         """A params function: the run settings of the tasks of the model's ablated runs."""
-        return [self.study.finetune_settings(t, wc.model).params() for t, _ in found_heads_runs(self.study, wc.model)]
+        runs = self.found_heads_runs(wc.model)
+        return [self.study.finetune_settings(task, wc.model).params() for task, _ in runs]

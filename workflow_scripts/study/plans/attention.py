@@ -3,10 +3,11 @@ builds, and the table of dumps."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...core.errors import ConfigError
-from .declarations import Analysis
+from .declarations import Analysis, StagePlan, declared_tables
 
 if TYPE_CHECKING:
     from ..model import Study
@@ -16,18 +17,26 @@ ANALYSES = (Analysis("attention_dumps", "(subject, checkpoint, corpus, split) x 
                      captions=("attention_dumps.rst",), sharded=True),)
 
 
-def plan(study: Study) -> None:
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Plan(StagePlan):
+    """The attention stage's plan (``STUDY.attention``)."""
+
+    dumps: list[tuple[str, str, str, str]]    # (subject, checkpoint, corpus, split)
+
+
+def plan(study: Study) -> Plan:
     attention = study.config["attention"]
-    study.dumps = [(subject, checkpoint, corpus, split)
-                   for subject in study.subjects for checkpoint in attention["checkpoints"]
-                   for corpus, splits in attention["corpora"].items() for split in splits
-                   if split in study.splits.get(corpus, [])]
-    study.stage_outputs[STAGE] = [study.paths.table(name) for name in ANALYSES[0].tables]
+    dumps = [(subject, checkpoint, corpus, split)
+             for subject in study.subjects for checkpoint in attention["checkpoints"]
+             for corpus, splits in attention["corpora"].items() for split in splits
+             if split in study.splits.get(corpus, [])]
     if attention["max_dump_gb"] is not None:
-        check_dump_budget(study, attention["max_dump_gb"])
+        check_dump_budget(study, dumps, attention["max_dump_gb"])
+    return Plan(study=study, dumps=dumps,
+                outputs=[study.paths.table(name) for name in declared_tables(ANALYSES)])
 
 
-def check_dump_budget(study: Study, budget_gb: float) -> None:
+def check_dump_budget(study: Study, dumps: list[tuple[str, str, str, str]], budget_gb: float) -> None:
     """Refuse, before any job, a dump whose size on disk (as the plan sizes it: plan_sizes.py) exceeds the budget,
     naming the keys that bound it; a dump of a model whose layers and heads nothing local says is a note."""
     from ...core.subjects import base_model
@@ -36,7 +45,7 @@ def check_dump_budget(study: Study, budget_gb: float) -> None:
     per_value = BYTES_PER_VALUE[study.config[STAGE]["compression"]]
     shapes = {model: model_shape(study, model, network=False) for model in study.models}
     unsized = set()
-    for dump in study.dumps:
+    for dump in dumps:
         shape = shapes[base_model(dump[0])]
         size = size_dump(study, dump, shape.layers_heads, causal=shape.causal)
         values, how = ((size.values, size.values_basis) if size.values is not None

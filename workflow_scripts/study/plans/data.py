@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .declarations import Analysis
+from .declarations import Analysis, StagePlan, declared_tables
 
 if TYPE_CHECKING:
     from ..model import Study
@@ -13,15 +14,13 @@ STAGE = "data"
 ANALYSES = (Analysis("data_summary", "the study", tables=("data_summary",), captions=("data_summary.rst",)),)
 
 
-def plan(study: Study) -> None:
-    study.stage_outputs[STAGE] = [study.paths.table(name) for name in ANALYSES[0].tables]
+def plan(study: Study) -> Plan:
+    return Plan(study=study, outputs=[study.paths.table(name) for name in declared_tables(ANALYSES)])
 
 
-class Inputs:
-    """Input and params functions of rules/data.smk (``STUDY.inputs.data``)."""
-
-    def __init__(self, study: Study) -> None:
-        self.study = study
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Plan(StagePlan):
+    """The data stage's plan, with the input and params functions of rules/data.smk (``STUDY.data``)."""
 
     def source_files(self, corpus: str, split: str) -> list[str]:
         """The local files of a split: the mirror's or a local entry's (tracked, so touching one reruns its

@@ -1,8 +1,12 @@
-"""What a stage plan declares: its analyses, and the head explorer's plan (read by the rules' input functions)."""
+"""What a stage plan declares: its analyses, and the frozen plan every stage's ``plan(study)`` returns."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..paths import ResultPaths
 
 
 @dataclass(frozen=True)
@@ -31,7 +35,10 @@ class Analysis:
     under ``figures/<stage>/``; a name may hold ``{model}``-style fields its plan fills in);
     ``captions``: the report captions of its outputs (files under ``report/``);
     ``explorer_tables``: those of its tables the head explorer reads (its own sections, or ``explorer_measures``:
-    the per-head columns that colour its grid).
+    the per-head columns that colour its grid);
+    ``stack_key``: for an analysis whose one table only stacks its jobs' parts, the columns its rows are sorted by:
+    the stage's generic table rule writes it (``surface_table``), its caption the analysis's first;
+    ``report_subcategory``: where the report files its table, under the stage's category.
     """
 
     name: str
@@ -42,6 +49,8 @@ class Analysis:
     sharded: bool = False
     explorer_tables: tuple[str, ...] = ()
     explorer_measures: tuple[ExplorerMeasure, ...] = ()
+    stack_key: tuple[str, ...] = ()
+    report_subcategory: str | None = None
 
 
 def declared_tables(analyses: tuple[Analysis, ...]) -> list[str]:
@@ -53,12 +62,27 @@ def declared_figures(analyses: tuple[Analysis, ...]) -> list[str]:
     return [figure for analysis in analyses for figure in analysis.figures]
 
 
-@dataclass
-class ExplorerPlan:
-    """What every model's explorer page reads (plans/explorer.py)."""
+def analysis_named(analyses: tuple[Analysis, ...], name: str) -> Analysis:
+    """The declared analysis called ``name`` (a plan picks its analyses by name, never by position)."""
+    for analysis in analyses:
+        if analysis.name == name:
+            return analysis
+    raise KeyError(f"no analysis {name!r} is declared (declared: {', '.join(a.name for a in analyses)})")
 
-    tables: dict[str, str] = field(default_factory=dict)  # table name -> path, the ones the study produces
-    measures: list[dict[str, object]] = field(default_factory=list)  # ExplorerMeasure.as_params() of its tables
-    corpus: str | None = None       # the example inputs' corpus and split (None: the page draws no maps)
-    split: str | None = None
-    task: str | None = None         # the task fine-tuned on, whose final checkpoint is drawn beside pretrained
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class StagePlan:
+    """What one stage's ``plan(study)`` returns, frozen: every stage's ``Plan`` extends this with the work it planned.
+
+    ``outputs``: the stage's final outputs (``rule all``). ``study``: the study it was planned for, which its methods
+    (the input and params functions its rules call, e.g. ``STUDY.surface.dump``) read. Equality is identity
+    (``eq=False``): Snakemake may hash the rules' input functions, which are this plan's bound methods.
+    """
+
+    # The model.Study it was planned for (typed Any: model.py imports this module, which must not import it back).
+    study: Any = field(repr=False)
+    outputs: list[str] = field(default_factory=list)
+
+    @property
+    def paths(self) -> ResultPaths:
+        return self.study.paths

@@ -10,11 +10,12 @@ dumps of a few example inputs: a fine-tuned and analysed task's dev inputs befor
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import ConfigError
 from . import stage_plans
-from .declarations import ExplorerPlan
+from .declarations import StagePlan
 
 if TYPE_CHECKING:
     from ..model import Study
@@ -33,22 +34,46 @@ def explorer_tables() -> list[str]:
             for table in analysis.explorer_tables]
 
 
-def plan(study: Study) -> None:
-    """Set ``study.explorer`` and the stage's outputs (one page per model)."""
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Plan(StagePlan):
+    """What every model's explorer page reads (``STUDY.explorer``), with the input and params functions of
+    rules/explorer.smk."""
+
+    tables: dict[str, str] = field(default_factory=dict)  # table name -> path, the ones the study produces
+    measures: list[dict[str, object]] = field(default_factory=list)  # ExplorerMeasure.as_params() of its tables
+    corpus: str | None = None       # the example inputs' corpus and split (None: the page draws no maps)
+    split: str | None = None
+    task: str | None = None         # the task fine-tuned on, whose final checkpoint is drawn beside pretrained
+
+    def page(self, wc: Any) -> dict[str, Any]:
+        """The tables, pattern features, example dumps and token table of the model's page."""
+        return explorer_inputs(self.study, wc.model)
+
+    def index(self, wc: Any) -> dict[str, str]:
+        """The models table and the atlas's tables the study plans (the index reads those it is given)."""
+        return index_inputs(self.study)
+
+    def layout(self, wc: Any) -> dict[str, Any]:
+        """A params function: how the page's input files line up (checkpoints, tasks, the examples' corpus)."""
+        return explorer_layout(self.study, wc.model)
+
+
+def plan(study: Study) -> Plan:
+    """What the pages read, and the stage's outputs (one page per model, and the index)."""
     planned = set(study.outputs())
     tables = {name: study.paths.table(name) for name in explorer_tables() if study.paths.table(name) in planned}
     measures = [measure.as_params() for plan in stage_plans(before=STAGE) for analysis in plan.ANALYSES
                 for measure in analysis.explorer_measures if measure.table in tables]
-    study.explorer = ExplorerPlan(tables=tables, measures=measures)
-    study.explorer.corpus, study.explorer.split, study.explorer.task = _example_source(study)
+    corpus, split, task = _example_source(study)
     pages = [study.paths.page(STAGE, model) for model in study.models]
     # The index lists every model's page ("_index": no model name starts with an underscore).
-    study.stage_outputs[STAGE] = [*pages, study.paths.page(STAGE, INDEX)] if pages else []
+    return Plan(study=study, tables=tables, measures=measures, corpus=corpus, split=split, task=task,
+                outputs=[*pages, study.paths.page(STAGE, INDEX)] if pages else [])
 
 
 def _example_source(study: Study) -> tuple[str | None, str | None, str | None]:
     chosen = study.config[STAGE]["task"]
-    candidates = [t for t in study.effects_tasks if t in study.finetune_tasks]
+    candidates = [t for t in study.finetune_effects.tasks if t in study.finetune.tasks]
     if chosen is not None:
         if chosen not in candidates:
             raise ConfigError(f"config key 'explorer.task': {chosen!r} is not a task the study fine-tunes and "
@@ -56,7 +81,8 @@ def _example_source(study: Study) -> tuple[str | None, str | None, str | None]:
         return chosen, study.dev_split(chosen), chosen
     if candidates:
         return candidates[0], study.dev_split(candidates[0]), candidates[0]
-    pretrained = [(corpus, split) for _, checkpoint, corpus, split in study.dumps if checkpoint == PRETRAINED]
+    pretrained = [(corpus, split) for _, checkpoint, corpus, split in study.attention.dumps
+                  if checkpoint == PRETRAINED]
     preferred = (study.syntax_treebank, study.config["syntax"]["score_split"])
     for corpus, split in [preferred, *pretrained]:
         if (corpus, split) in pretrained:
@@ -73,9 +99,10 @@ def final_checkpoint(study: Study, model: str, task: str) -> str | None:
 def pattern_parts(study: Study, model: str) -> list[tuple[str, str, str]]:
     """(checkpoint, task, pattern_features.parquet) at the pretrained and final checkpoints of each analysed task."""
     parts = []
-    for task in study.effects_tasks:
+    effects = study.finetune_effects
+    for task in effects.tasks:
         for checkpoint in (PRETRAINED, final_checkpoint(study, model, task)):
-            if checkpoint is not None and (model, checkpoint, task) in study.effects_targets:
+            if checkpoint is not None and (model, checkpoint, task) in effects.targets:
                 parts.append((checkpoint, task, study.paths.analysis("finetune_effects", model, checkpoint, task,
                                                                      "pattern_features.parquet")))
     return parts
@@ -128,21 +155,3 @@ def index_inputs(study: Study) -> dict[str, str]:
             inputs[name] = study.paths.table(name)
     return inputs
 
-
-class Inputs:
-    """Input and params functions of rules/explorer.smk (``STUDY.inputs.explorer``)."""
-
-    def __init__(self, study: Study) -> None:
-        self.study = study
-
-    def page(self, wc: Any) -> dict[str, Any]:
-        """The tables, pattern features, example dumps and token table of the model's page."""
-        return explorer_inputs(self.study, wc.model)
-
-    def index(self, wc: Any) -> dict[str, str]:
-        """The models table and the atlas's tables the study plans (the index reads those it is given)."""
-        return index_inputs(self.study)
-
-    def layout(self, wc: Any) -> dict[str, Any]:
-        """A params function: how the page's input files line up (checkpoints, tasks, the examples' corpus)."""
-        return explorer_layout(self.study, wc.model)

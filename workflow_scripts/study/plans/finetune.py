@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...core.errors import ConfigError
 from ...finetune.tasks import task_seeds
-from .declarations import Analysis
+from .declarations import Analysis, StagePlan, declared_tables
 
 if TYPE_CHECKING:
     from ..model import Study
@@ -45,19 +46,20 @@ def chosen_tasks(study: Study, section: str, needs, what: str) -> list[str]:
     return chosen
 
 
+def plan(study: Study) -> Plan:
+    tasks = chosen_tasks(study, STAGE, lambda t: ("train", study.dev_split(t)), "fine-tuned")
+    runs = [(model, task, seed) for model in study.models for task in tasks
+            for seed in task_seeds(study.config[STAGE], task)]
+    return Plan(study=study, tasks=tasks, runs=runs,
+                outputs=[study.paths.table(name) for name in declared_tables(ANALYSES)] if runs else [])
 
-def plan(study: Study) -> None:
-    study.finetune_tasks = chosen_tasks(study, STAGE, lambda t: ("train", study.dev_split(t)), "fine-tuned")
-    study.finetune_runs = [(model, task, seed) for model in study.models for task in study.finetune_tasks
-                           for seed in task_seeds(study.config[STAGE], task)]
-    study.stage_outputs[STAGE] = [study.paths.table(name) for name in ANALYSES[0].tables] if study.finetune_runs else []
 
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Plan(StagePlan):
+    """The fine-tuning stage's plan (``STUDY.finetune``), with the params functions of rules/finetune.smk."""
 
-class Inputs:
-    """Params functions of rules/finetune.smk (``STUDY.inputs.finetune``)."""
-
-    def __init__(self, study: Study) -> None:
-        self.study = study
+    tasks: list[str]                      # the fine-tuned tasks
+    runs: list[tuple[str, str, int]]      # (model, task, seed)
 
     def settings(self, task: str):
         """A params function: the task's run settings for the job's model (its max_length when null)."""

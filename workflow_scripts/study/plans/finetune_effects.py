@@ -3,9 +3,10 @@ are analysed (``finetune_effects.tasks``) and at which checkpoints."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .declarations import Analysis, declared_figures, declared_tables
+from .declarations import Analysis, StagePlan, declared_figures, declared_tables
 from .finetune import chosen_tasks
 
 if TYPE_CHECKING:
@@ -31,21 +32,30 @@ ANALYSES = (
 )
 
 
-def plan(study: Study) -> None:
-    study.effects_tasks = chosen_tasks(study, STAGE, lambda t: (study.dev_split(t),), "analysed")
-    study.effects_targets = [(m, c, t) for m in study.subjects for t in study.effects_tasks
-                             for c in study.effects_checkpoints(m, t)]
-    study.stage_outputs[STAGE] = ([study.paths.table(name) for name in declared_tables(ANALYSES)]
-                                  + study.paths.figures(STAGE, declared_figures(ANALYSES))
-                                  if study.effects_tasks else [])
+def plan(study: Study) -> Plan:
+    tasks = chosen_tasks(study, STAGE, lambda t: (study.dev_split(t),), "analysed")
+    targets = [(m, c, t) for m in study.subjects for t in tasks for c in study.effects_checkpoints(m, t)]
+    outputs = ([study.paths.table(name) for name in declared_tables(ANALYSES)]
+               + study.paths.figures(STAGE, declared_figures(ANALYSES)) if tasks else [])
+    return Plan(study=study, tasks=tasks, targets=targets, outputs=outputs)
 
 
-class Inputs:
-    """Input functions of rules/finetune_effects.smk (``STUDY.inputs.finetune_effects``)."""
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Plan(StagePlan):
+    """The fine-tuning effects' plan (``STUDY.finetune_effects``), with the input functions of
+    rules/finetune_effects.smk."""
 
-    def __init__(self, study: Study) -> None:
-        self.study = study
-        self.paths = study.paths
+    tasks: list[str]                          # the tasks whose dev inputs are analysed
+    targets: list[tuple[str, str, str]]       # (subject, checkpoint, task)
+
+    @property
+    def pretrained_only(self) -> list[str]:
+        """Tasks analysed with the pretrained checkpoint only: the study fine-tunes nothing on them."""
+        return [t for t in self.tasks if t not in self.study.finetune.tasks]
+
+    def pairs(self, model: str) -> list[tuple[str, str]]:
+        """(checkpoint, task) of every fine-tuning-effects part of ``model``."""
+        return [(c, t) for m, c, t in self.targets if m == model]
 
     def part(self, model: str, checkpoint: str, task: str, name: str) -> str:
         return self.paths.analysis(STAGE, model, checkpoint, task, name)
@@ -78,7 +88,7 @@ class Inputs:
 
     def pattern_cnn(self, wc: Any) -> dict[str, Any]:
         """The seeded labels, every dump and token table of the model's parts, and the human labels if any."""
-        pairs = self.study.effects_pairs(wc.model)
+        pairs = self.pairs(wc.model)
         inputs: dict[str, Any] = {
             "seeded": self.model_file(wc.model, "pattern_labels_seed.csv"),
             "dumps": [self.paths.dump_manifest(wc.model, c, t, self.study.dev_split(t)) for c, t in pairs],
@@ -90,4 +100,4 @@ class Inputs:
         return inputs
 
     def pattern_label_features(self, wc: Any) -> list[str]:
-        return [self.part(wc.model, c, t, "pattern_features.parquet") for c, t in self.study.effects_pairs(wc.model)]
+        return [self.part(wc.model, c, t, "pattern_features.parquet") for c, t in self.pairs(wc.model)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .declarations import Analysis
+from .declarations import Analysis, StagePlan, declared_tables
 
 if TYPE_CHECKING:
     from ..model import Study
@@ -14,5 +14,5 @@ ANALYSES = (Analysis("models", "the study", tables=("models",), captions=("model
                      explorer_tables=("models",)),)
 
 
-def plan(study: Study) -> None:
-    study.stage_outputs[STAGE] = [study.paths.table(name) for name in ANALYSES[0].tables]
+def plan(study: Study) -> StagePlan:
+    return StagePlan(study=study, outputs=[study.paths.table(name) for name in declared_tables(ANALYSES)])

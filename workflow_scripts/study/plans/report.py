@@ -7,7 +7,8 @@ It runs after every analysis stage's plan and reads what they planned.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from ...core.stages import STAGES
 from ...core.subjects import subject_name
@@ -15,7 +16,7 @@ from ...finetune.tasks import checkpoint_name
 from ...report.atlas import ATLAS_INPUTS
 from ...report.registry import report_tables
 from ..revisions import revision_series
-from .declarations import Analysis
+from .declarations import Analysis, StagePlan, analysis_named
 
 if TYPE_CHECKING:
     from ..model import Study
@@ -42,10 +43,46 @@ DEVELOPMENT_TABLES = ("sink_rates", "head_diagnostics", "dependency_heads")
 DEVELOPMENT_FIGURE_TABLES = ("icl_score",)
 
 
-def plan(study: Study) -> None:
-    """Which tables the report reads exist in this study, and why the others do not."""
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Plan(StagePlan):
+    """The report's plan (``STUDY.report``): the tables it reads, and the inputs of its cross-study parts (each empty
+    where the study has none)."""
+
+    tables: dict[str, str]                    # table name -> path, the tables the report reads that the study has
+    absent: dict[str, str]                    # table name -> why the study has none
+    signal_comparison_inputs: dict[str, str] = field(default_factory=dict)
+    development_inputs: dict[str, str] = field(default_factory=dict)         # table name -> path
+    development_series: dict[str, list[list]] = field(default_factory=dict)  # name -> [[model, revision, step]]
+    development_figure_inputs: dict[str, str] = field(default_factory=dict)  # table name -> path, besides its own
+    atlas_inputs: dict[str, Any] = field(default_factory=dict)               # input name -> path(s)
+    atlas_params: dict[str, Any] = field(default_factory=dict)
+    role_agreement_pairs: list[dict[str, Any]] = field(default_factory=list)
+
+
+# What one of the report's cross-study parts plans: its fields of the Plan, and its outputs.
+PartPlan = tuple[dict[str, Any], list[str]]
+
+
+def plan(study: Study) -> Plan:
+    """Which tables the report reads exist in this study and why the others do not; the summary pages; and the
+    cross-study parts the study has the tables for."""
+    tables, absent = report_tables_of(study)
+    comparison, summary = analysis_named(ANALYSES, "paper_comparison"), analysis_named(ANALYSES, "summary")
+    outputs = [study.paths.table(name) for name in comparison.tables] + [
+        figure_path(study, figure.format(subject=subject), ext)
+        for figure in summary.figures for subject in study.subjects for ext in ("png", "pdf")]
+    fields: dict[str, Any] = {}
+    for part in (plan_signal_comparison, plan_head_development, plan_atlas, plan_role_agreement):
+        part_fields, part_outputs = part(study, tables, fields)
+        fields.update(part_fields)
+        outputs += part_outputs
+    return Plan(study=study, tables=tables, absent=absent, outputs=outputs, **fields)
+
+
+def report_tables_of(study: Study) -> tuple[dict[str, str], dict[str, str]]:
+    """The tables the report reads that the study plans (name -> path), and why each other one is absent."""
     syntax, surface = study.config["syntax"], study.config["surface"]
-    no_syntax = (f"the study dumps no {' and '.join(study.syntax_splits)} attention of a treebank of "
+    no_syntax = (f"the study dumps no {' and '.join(study.syntax.splits)} attention of a treebank of "
                  "syntax.treebanks (study.treebanks, attention.corpora)")
     no_effects = "the study analyses no task's dev inputs (study.tasks, finetune_effects.tasks)"
     # A table exists when a stage planned it as an output; these say why it does not.
@@ -65,20 +102,14 @@ def plan(study: Study) -> None:
            for name in ("pattern_classes", "pattern_classifier", "lexical_top_layers", "lexical_last_layer")},
     }
     planned = set(study.outputs())
+    tables, absent = {}, {}
     for name in report_tables(STAGES):
         path = study.paths.table(name)
         if path in planned:
-            study.report_tables[name] = path
+            tables[name] = path
         else:
-            study.report_absent[name] = reasons.get(name, f"the study does not produce {name}.csv")
-    comparison, summary, *_ = ANALYSES
-    study.stage_outputs[STAGE] = [study.paths.table(name) for name in comparison.tables] + [
-        figure_path(study, figure.format(subject=subject), ext)
-        for figure in summary.figures for subject in study.subjects for ext in ("png", "pdf")]
-    plan_signal_comparison(study)
-    plan_head_development(study)
-    plan_atlas(study)
-    plan_role_agreement(study)
+            absent[name] = reasons.get(name, f"the study does not produce {name}.csv")
+    return tables, absent
 
 
 def figure_path(study: Study, declared: str, ext: str) -> str:
@@ -87,68 +118,67 @@ def figure_path(study: Study, declared: str, ext: str) -> str:
     return study.paths.figure(folder, name, ext)
 
 
-def plan_signal_comparison(study: Study) -> None:
+def plan_signal_comparison(study: Study, tables: dict[str, str], planned: dict[str, Any]) -> PartPlan:
     """With more than one signal, the signals side by side: a table from the surface and dependency tables the
     study has, and one figure per model (workflow_scripts/report/signals.py)."""
     if len(study.config["attention"]["signals"]) < 2:
-        return
-    inputs = {name: study.report_tables[name] for name in ("surface_heads", "dependency_best")
-              if name in study.report_tables}
+        return {}, []
+    inputs = {name: tables[name] for name in ("surface_heads", "dependency_best") if name in tables}
     if not inputs:
-        return
-    study.signal_comparison_inputs = inputs
-    signals = ANALYSES[2]
-    study.stage_outputs[STAGE] += [study.paths.table(name) for name in signals.tables] + [
+        return {}, []
+    signals = analysis_named(ANALYSES, "signal_comparison")
+    return {"signal_comparison_inputs": inputs}, [study.paths.table(name) for name in signals.tables] + [
         figure_path(study, figure.format(model=model), ext)
         for figure in signals.figures for model in study.models for ext in ("png", "pdf")]
 
 
-def plan_head_development(study: Study) -> None:
+def plan_head_development(study: Study, tables: dict[str, str], planned: dict[str, Any]) -> PartPlan:
     """For each model studied at two or more revisions, the head development against the training step
     (workflow_scripts/report/development.py), from the diagnostics and dependency tables the study has."""
     series = {name: points for name, points in revision_series(study.config).items() if len(points) >= 2}
-    planned = set(study.outputs())
-    inputs = {name: study.paths.table(name) for name in DEVELOPMENT_TABLES if study.paths.table(name) in planned}
+    earlier = set(study.outputs())
+    inputs = {name: study.paths.table(name) for name in DEVELOPMENT_TABLES if study.paths.table(name) in earlier}
     if not series or not inputs:
-        return
-    study.development_inputs = inputs
-    study.development_series = {name: [[p.model, p.revision, p.step] for p in points]
-                                for name, points in series.items()}
-    # The ICL score of each revision (surface stage), drawn beside the induction score.
-    study.development_figure_inputs = {name: study.paths.table(name) for name in DEVELOPMENT_FIGURE_TABLES
-                                       if study.paths.table(name) in planned}
-    development = ANALYSES[3]
-    study.stage_outputs[STAGE] += [study.paths.table(name) for name in development.tables] + [
+        return {}, []
+    fields = {
+        "development_inputs": inputs,
+        "development_series": {name: [[p.model, p.revision, p.step] for p in points]
+                               for name, points in series.items()},
+        # The ICL score of each revision (surface stage), drawn beside the induction score.
+        "development_figure_inputs": {name: study.paths.table(name) for name in DEVELOPMENT_FIGURE_TABLES
+                                      if study.paths.table(name) in earlier}}
+    development = analysis_named(ANALYSES, "head_development")
+    return fields, [study.paths.table(name) for name in development.tables] + [
         figure_path(study, figure.format(series=name), ext)
         for figure in development.figures for name in series for ext in ("png", "pdf")]
 
 
-def plan_atlas(study: Study) -> None:
+def plan_atlas(study: Study, tables: dict[str, str], planned: dict[str, Any]) -> PartPlan:
     """The cross-model atlas (workflow_scripts/report/atlas.py) from the role tables the study has, the pattern
     features of each analysed task on the pretrained checkpoint and each fine-tuned run's final checkpoint (and the
     random-init checkpoint's, their control) and, for the parameter count, the random-init checkpoint of each model
     the study dumps at it (its safetensors: same architecture)."""
-    planned = set(study.outputs())
-    tables = {name: study.paths.table(name) for name in ATLAS_INPUTS if study.paths.table(name) in planned}
+    earlier = set(study.outputs())
+    role_tables = {name: study.paths.table(name) for name in ATLAS_INPUTS if study.paths.table(name) in earlier}
     # The pretrained and random-init checkpoints, and each fine-tuned run's final checkpoint (its steps are the
     # trajectory of finetune_change, not a role's checkpoint).
-    parts = [(model, checkpoint, task) for model, checkpoint, task in study.effects_targets
+    parts = [(model, checkpoint, task) for model, checkpoint, task in study.finetune_effects.targets
              if model in study.models and (checkpoint in ("pretrained", "random") or checkpoint.endswith(".final"))]
-    if not tables and not any(checkpoint == "pretrained" for _, checkpoint, _ in parts):
-        return
+    if not role_tables and not any(checkpoint == "pretrained" for _, checkpoint, _ in parts):
+        return {}, []
     random_models = [model for model in study.models
-                     if any(m == model and checkpoint == "random" for m, checkpoint, _, _ in study.dumps)]
-    study.atlas_inputs = {
-        "models": study.paths.table("models"), **tables,
+                     if any(m == model and checkpoint == "random" for m, checkpoint, _, _ in study.attention.dumps)]
+    inputs = {
+        "models": study.paths.table("models"), **role_tables,
         "patterns": [study.paths.analysis("finetune_effects", model, checkpoint, task, "pattern_features.parquet")
                      for model, checkpoint, task in parts],
         "random_checkpoints": [study.paths.checkpoint_manifest(model, "random") for model in random_models]}
-    study.atlas_params = {
+    params = {
         "patterns": [list(part) for part in parts], "random_models": random_models,
         "revisions": {point.model: [name, point.revision, point.step]
                       for name, points in revision_series(study.config).items() for point in points}}
-    atlas = ANALYSES[4]
-    study.stage_outputs[STAGE] += [study.paths.table(name) for name in atlas.tables] + [
+    atlas = analysis_named(ANALYSES, "atlas")
+    return {"atlas_inputs": inputs, "atlas_params": params}, [study.paths.table(name) for name in atlas.tables] + [
         figure_path(study, figure, ext) for figure in atlas.figures for ext in ("png", "pdf")]
 
 
@@ -170,7 +200,7 @@ def role_agreement_pairs(study: Study) -> list[dict[str, object]]:
                       "second_model": second[0], "second_checkpoint": second[1], **extra})
 
     for model in study.models:
-        runs = [(task, seed) for m, task, seed in study.finetune_runs if m == model]
+        runs = [(task, seed) for m, task, seed in study.finetune.runs if m == model]
         for task, seed in runs:
             add("pretrained_vs_finetuned", (model, "pretrained"), (model, checkpoint_name(task, seed, "final")),
                 task=task, why_absent=FINETUNED_ABSENT)
@@ -191,12 +221,12 @@ def role_agreement_pairs(study: Study) -> list[dict[str, object]]:
     return pairs
 
 
-def plan_role_agreement(study: Study) -> None:
+def plan_role_agreement(study: Study, tables: dict[str, str], planned: dict[str, Any]) -> PartPlan:
     """With the atlas, how far each role holds between related subjects (workflow_scripts/report/role_agreement.py):
     the pairs, and the table and figure."""
-    if not study.atlas_inputs:
-        return
-    study.role_agreement_pairs = role_agreement_pairs(study)
-    agreement = ANALYSES[5]
-    study.stage_outputs[STAGE] += [study.paths.table(name) for name in agreement.tables] + [
+    if not planned.get("atlas_inputs"):
+        return {}, []
+    agreement = analysis_named(ANALYSES, "role_agreement")
+    outputs = [study.paths.table(name) for name in agreement.tables] + [
         figure_path(study, figure, ext) for figure in agreement.figures for ext in ("png", "pdf")]
+    return {"role_agreement_pairs": role_agreement_pairs(study)}, outputs

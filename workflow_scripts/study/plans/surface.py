@@ -3,6 +3,8 @@ distance and every declared head measure (surface/measures.py), on the surface c
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import ConfigError
@@ -10,10 +12,13 @@ from ...core.subjects import split_subject
 from ...models.checkpoints import parse_checkpoint_name
 from ...surface.measures import HEAD_MEASURES, measure_named
 from ..revisions import revision_series
-from .declarations import Analysis, ExplorerMeasure, declared_figures, declared_tables
+from .declarations import Analysis, ExplorerMeasure, StagePlan, declared_figures, declared_tables
 
 if TYPE_CHECKING:
     from ..model import Study
+
+# The workflow's report/ folder: the captions of the stacked tables are read from it.
+REPORT_FOLDER = Path(__file__).resolve().parents[3] / "report"
 
 STAGE = "surface"
 PER_SHARD = "(subject, checkpoint) x shard group of the surface dump"
@@ -21,18 +26,21 @@ PER_CHECKPOINT = "(subject, checkpoint) of the surface dump"
 GRADIENT = "sep_gradient"
 DIAGNOSTICS = "head_diagnostics"
 ICL = "icl_score"
+HEAD_KEY = ("model", "checkpoint", "layer", "head")
 ANALYSES = (
     Analysis("surface_heads", PER_SHARD, tables=("surface_heads",),
              figures=("special_tokens", "positional", "entropy"),
              captions=("surface_heads.rst", "surface_special_tokens.rst", "surface_positional.rst",
-                       "surface_entropy.rst"), sharded=True, explorer_tables=("surface_heads",)),
+                       "surface_entropy.rst"), sharded=True, explorer_tables=("surface_heads",), stack_key=HEAD_KEY),
     Analysis(GRADIENT, "(model, checkpoint) of the surface dump, attention weights only", tables=(GRADIENT,),
-             figures=(GRADIENT,), captions=("surface_sep_gradient.rst", "surface_sep_gradient_figure.rst")),
+             figures=(GRADIENT,), captions=("surface_sep_gradient.rst", "surface_sep_gradient_figure.rst"),
+             stack_key=("model", "checkpoint", "layer")),
     Analysis("head_clusters", PER_CHECKPOINT, tables=("head_clusters",), figures=("head_clusters",),
              captions=("surface_head_clusters.rst", "surface_head_clusters_figure.rst"),
-             explorer_tables=("head_clusters",)),
+             explorer_tables=("head_clusters",), stack_key=HEAD_KEY),
     Analysis("attention_distance", PER_SHARD, tables=("attention_distance",),
-             captions=("surface_attention_distance.rst",), sharded=True, explorer_tables=("attention_distance",)),
+             captions=("surface_attention_distance.rst",), sharded=True, explorer_tables=("attention_distance",),
+             stack_key=HEAD_KEY),
     Analysis(DIAGNOSTICS, "(model, checkpoint): the model run on synthetic token sequences",
              tables=(DIAGNOSTICS, "sink_rates"),
              captions=("surface_head_diagnostics.rst", "surface_sink_rates.rst"), explorer_tables=(DIAGNOSTICS,),
@@ -45,47 +53,53 @@ ANALYSES = (
                                  (("input", "random"),)),
              )),
     Analysis(ICL, "(model, pretrained) of a model studied at two or more revisions: its causal LM on the surface "
-             "corpus's text", tables=(ICL,), captions=("surface_icl_score.rst",)),
-    # Each head measure is run by the shared rules head_measure_{shard,part,table}; its caption is its own.
-    *(Analysis(m.name, PER_SHARD, tables=(m.name,), captions=("surface_head_measure.rst",), sharded=True,
+             "corpus's text", tables=(ICL,), captions=("surface_icl_score.rst",),
+             stack_key=("series", "step", "model", "checkpoint"), report_subcategory="Head diagnostics"),
+    # Each head measure is run by the shared rules head_measure_{shard,part} and surface_table; its caption is the
+    # declaration's (HeadMeasure.caption), which report/surface_table.rst shows as every stacked table's.
+    *(Analysis(m.name, PER_SHARD, tables=(m.name,), captions=("surface_table.rst",), sharded=True,
                explorer_tables=(m.name,) if m.in_explorer else (),
-               explorer_measures=(ExplorerMeasure(m.name, m.name, m.label, m.unit),) if m.in_explorer else ())
+               explorer_measures=(ExplorerMeasure(m.name, m.name, m.label, m.unit),) if m.in_explorer else (),
+               stack_key=HEAD_KEY, report_subcategory="Head measures")
       for m in HEAD_MEASURES),
 )
+# The tables the generic rule surface_table stacks (``table`` wildcard), by their analysis's name.
+STACKED = {analysis.name: analysis for analysis in ANALYSES if analysis.stack_key}
+STACKED_PATTERN = "|".join(sorted(STACKED, key=len, reverse=True))
 MEASURE_NAMES = tuple(m.name for m in HEAD_MEASURES)
 # The ``measure`` wildcard of the head-measure rules: a declared name only (a pattern that matches nothing when none
 # is declared), so that their outputs never match another rule's.
 MEASURE_PATTERN = "|".join(sorted(MEASURE_NAMES, key=len, reverse=True)) or "(?!x)x"
 
 
-def plan(study: Study) -> None:
+def plan(study: Study) -> Plan:
     """The (subject, checkpoint) pairs dumped on surface.corpus/surface.split; the gradient's pairs (attention
     weights only: the gradient with respect to the weights is a property of the weights alone)."""
     surface = study.config[STAGE]
-    study.surface_pairs = [(m, c) for m, c, corpus, split in study.dumps
-                           if corpus == surface["corpus"] and split == surface["split"]]
-    study.gradient_pairs = [(m, c) for m, c in study.surface_pairs if split_subject(m)[1] == "attention"]
+    pairs = [(m, c) for m, c, corpus, split in study.attention.dumps
+             if corpus == surface["corpus"] and split == surface["split"]]
+    gradient_pairs = [(m, c) for m, c in pairs if split_subject(m)[1] == "attention"]
     # The diagnostics run the model on their own inputs: one job per model and checkpoint, never per signal.
-    study.diagnostic_pairs = list(study.gradient_pairs)
-    study.diagnostic_lengths = diagnostic_lengths(study)
+    diagnostic_pairs = list(gradient_pairs)
     # The ICL score beside the induction heads of the head-development figure: each revision of a series.
-    study.icl_points = {point.model: [name, point.revision, point.step]
-                        for name, points in revision_series(study.config).items() if len(points) >= 2
-                        for point in points if (point.model, "pretrained") in study.diagnostic_pairs}
-    planned = {GRADIENT: bool(study.gradient_pairs), DIAGNOSTICS: bool(study.diagnostic_pairs),
-               ICL: bool(study.icl_points)}
-    analyses = [a for a in ANALYSES if planned.get(a.name, True)]
-    study.stage_outputs[STAGE] = ([study.paths.table(name) for name in declared_tables(tuple(analyses))]
-                                  + study.paths.figures(STAGE, declared_figures(tuple(analyses)))
-                                  if study.surface_pairs else [])
+    icl_points = {point.model: [name, point.revision, point.step]
+                  for name, points in revision_series(study.config).items() if len(points) >= 2
+                  for point in points if (point.model, "pretrained") in diagnostic_pairs}
+    planned = {GRADIENT: bool(gradient_pairs), DIAGNOSTICS: bool(diagnostic_pairs), ICL: bool(icl_points)}
+    analyses = tuple(a for a in ANALYSES if planned.get(a.name, True))
+    outputs = ([study.paths.table(name) for name in declared_tables(analyses)]
+               + study.paths.figures(STAGE, declared_figures(analyses)) if pairs else [])
+    return Plan(study=study, pairs=pairs, gradient_pairs=gradient_pairs, diagnostic_pairs=diagnostic_pairs,
+                diagnostic_lengths=diagnostic_lengths(study, diagnostic_pairs), icl_points=icl_points,
+                outputs=outputs)
 
 
-def diagnostic_lengths(study: Study) -> dict[str, int]:
+def diagnostic_lengths(study: Study, diagnostic_pairs: list[tuple[str, str]]) -> dict[str, int]:
     """L of each diagnosed model: surface.diagnostics.length, or less where 2L tokens and their special tokens would
     exceed the model's max_length (a note says so; the table records the L used)."""
     length = study.config[STAGE]["diagnostics"]["length"]
     lengths = {}
-    for model in dict.fromkeys(m for m, _ in study.diagnostic_pairs):
+    for model in dict.fromkeys(m for m, _ in diagnostic_pairs):
         max_length = study.config["models"][model].get("max_length")
         fits = length if max_length is None else min(length, (max_length - 2) // 2)
         if fits < 2:
@@ -98,12 +112,15 @@ def diagnostic_lengths(study: Study) -> dict[str, int]:
     return lengths
 
 
-class Inputs:
-    """Input and params functions of rules/surface.smk (``STUDY.inputs.surface``)."""
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Plan(StagePlan):
+    """The surface stage's plan (``STUDY.surface``), with the input and params functions of rules/surface.smk."""
 
-    def __init__(self, study: Study) -> None:
-        self.study = study
-        self.paths = study.paths
+    pairs: list[tuple[str, str]]              # (subject, checkpoint) of the surface dump
+    gradient_pairs: list[tuple[str, str]]     # those of the attention signal
+    diagnostic_pairs: list[tuple[str, str]]   # (model, checkpoint): synthetic inputs
+    diagnostic_lengths: dict[str, int]        # model -> the L it reads
+    icl_points: dict[str, list]               # model -> [series, revision, step]: the ICL score
 
     def _corpus(self) -> tuple[str, str]:
         surface = self.study.config[STAGE]
@@ -137,16 +154,32 @@ class Inputs:
 
     def diagnostic_length(self, wc: Any) -> int:
         """A params function: L of the job's model (plan: :func:`diagnostic_lengths`)."""
-        return self.study.diagnostic_lengths[wc.model]
+        return self.diagnostic_lengths[wc.model]
 
     def icl_point(self, wc: Any) -> list:
         """A params function: [series, revision, step] of the job's model (plan: ``icl_points``)."""
-        return self.study.icl_points[wc.model]
+        return self.icl_points[wc.model]
 
     def max_length(self, wc: Any) -> int:
         """A params function: the job's model's max_length (its entry's, or the schema's default)."""
         return int(self.study.config["models"][wc.model]["max_length"])
 
-    def measure_caption(self, wc: Any) -> str:
-        """A params function: the declared caption of the job's head measure (report/surface_head_measure.rst)."""
-        return measure_named(wc.measure).caption
+    def stacked_parts(self, wc: Any) -> list[str]:
+        """The parts a stacked table (``table`` wildcard) stacks: one per (subject, checkpoint) its analysis runs on."""
+        pairs = {GRADIENT: self.gradient_pairs, ICL: [(model, "pretrained") for model in self.icl_points]}
+        return [self.paths.analysis(STAGE, m, c, f"{wc.table}.csv") for m, c in pairs.get(wc.table, self.pairs)]
+
+    def stack_key(self, wc: Any) -> list[str]:
+        """A params function: the columns the stacked table's rows are sorted by (its ``Analysis.stack_key``)."""
+        return list(STACKED[wc.table].stack_key)
+
+    def table_caption(self, wc: Any) -> str:
+        """A params function: the caption of a stacked table (report/surface_table.rst shows it): a head measure's
+        declared caption, else the text of its analysis's first caption file."""
+        if wc.table in MEASURE_NAMES:
+            return measure_named(wc.table).caption
+        return (REPORT_FOLDER / STACKED[wc.table].captions[0]).read_text(encoding="utf-8")
+
+    def table_subcategory(self, wc: Any) -> str | None:
+        """Where the report files the stacked table (its ``Analysis.report_subcategory``)."""
+        return STACKED[wc.table].report_subcategory

@@ -3,9 +3,10 @@ syntax.treebanks whose selection and score splits are dumped; coreference heads 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .declarations import Analysis, declared_figures, declared_tables
+from .declarations import Analysis, StagePlan, declared_figures, declared_tables
 
 if TYPE_CHECKING:
     from ..model import Study
@@ -25,46 +26,68 @@ ANALYSES = (
 )
 
 
-def plan(study: Study) -> None:
+def plan(study: Study) -> Plan:
     """Dependency heads and probes per (model, checkpoint, treebank) of syntax.treebanks whose selection and
     score splits are dumped; coreference heads on syntax.coref_treebank's windows."""
     syntax = study.config["syntax"]
-    study.syntax_splits = sorted({syntax["select_split"], syntax["score_split"]})
-    dumped = {(m, c, corpus, s) for m, c, corpus, s in study.dumps}
+    splits = sorted({syntax["select_split"], syntax["score_split"]})
+    dumped = set(study.attention.dumps)
+    all_targets = []
     for treebank in syntax["treebanks"]:
         if treebank not in study.config["study"]["treebanks"]:
             study.notes.append(f"syntax: treebank {treebank!r} of 'syntax.treebanks' is not in 'study.treebanks'; "
                                "it is left out")
             continue
         targets = sorted({(m, c, treebank) for m, c, corpus, _ in dumped if corpus == treebank
-                          and all((m, c, treebank, s) in dumped for s in study.syntax_splits)})
+                          and all((m, c, treebank, s) in dumped for s in splits)})
         if targets and not study.corpora.treebanks[treebank].labelled:
             study.notes.append(f"syntax: treebank {treebank!r} has no relation labels: its 'all' heads, probes and "
                                "MST run; the named relations of 'syntax.relations' are skipped on it")
-        study.syntax_targets += targets
+        all_targets += targets
     coref_treebank = syntax["coref_treebank"]
     coref = (syntax["coref_split"] in study.splits.get(coref_treebank, [])
              and coref_treebank in study.config["data"]["coreference_treebanks"])
-    study.coref_pairs = sorted({(m, c) for m, c, _ in study.syntax_targets}) if coref else []
+    coref_pairs = sorted({(m, c) for m, c, _ in all_targets}) if coref else []
     glove = "glove" in study.splits
-    study.attention_probes = ["attn", *(["attn_glove"] if glove else [])]
-    study.baseline_probes = ["right_branching", *(["distance_glove"] if glove else [])]
     outputs = []
-    if study.syntax_targets:
-        analyses = [a for a in ANALYSES if a.name != COREFERENCE or study.coref_pairs]
-        outputs = [study.paths.table(name) for name in declared_tables(tuple(analyses))]
-        for model, checkpoint, treebank in study.syntax_targets:
+    if all_targets:
+        analyses = tuple(a for a in ANALYSES if a.name != COREFERENCE or coref_pairs)
+        outputs = [study.paths.table(name) for name in declared_tables(analyses)]
+        for model, checkpoint, treebank in all_targets:
             outputs += study.paths.figures(STAGE, [figure.format(model=model, checkpoint=checkpoint, treebank=treebank)
                                                    for figure in declared_figures(ANALYSES)])
-    study.stage_outputs[STAGE] = outputs
+    return Plan(study=study, splits=splits, targets=all_targets, coref_pairs=coref_pairs,
+                attention_probes=["attn", *(["attn_glove"] if glove else [])],
+                baseline_probes=["right_branching", *(["distance_glove"] if glove else [])], outputs=outputs)
 
 
-class Inputs:
-    """Input functions of rules/syntax.smk (``STUDY.inputs.syntax``)."""
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Plan(StagePlan):
+    """The syntax stage's plan (``STUDY.syntax``), with the input functions of rules/syntax.smk."""
 
-    def __init__(self, study: Study) -> None:
-        self.study = study
-        self.paths = study.paths
+    splits: list[str]                         # the selection and score splits
+    targets: list[tuple[str, str, str]]       # (subject, checkpoint, treebank)
+    coref_pairs: list[tuple[str, str]]        # (subject, checkpoint) of the coreference windows
+    attention_probes: list[str]
+    baseline_probes: list[str]
+
+    @property
+    def pairs(self) -> list[tuple[str, str]]:
+        """(model, checkpoint) with syntax analyses on any treebank."""
+        return sorted({(m, c) for m, c, _ in self.targets})
+
+    def probe_parts(self) -> list[tuple[str, str, str, str, str]]:
+        """(model, checkpoint or 'none', treebank, probe, path) of every probe result the probes table combines."""
+        parts = []
+        for model, checkpoint, treebank in self.targets:
+            parts += [(model, checkpoint, treebank, p,
+                       self.paths.analysis(STAGE, model, checkpoint, "probes", treebank, f"{p}.parquet"))
+                      for p in (*self.attention_probes, "mst_best_head")]
+        for model, treebank in sorted({(m, t) for m, _, t in self.targets}):
+            parts += [(model, "none", treebank, p, self.paths.analysis(STAGE, model, "baselines", treebank,
+                                                                       f"{p}.parquet"))
+                      for p in self.baseline_probes]
+        return parts
 
     def _splits(self) -> tuple[str, str]:
         syntax = self.study.config[STAGE]

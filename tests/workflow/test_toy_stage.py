@@ -1,0 +1,143 @@
+"""A stage added for real, as docs/contributing.md's recipe "Add a stage" says, on a copy of the workflow: the files it
+takes, that the dry run plans its job, and that the job runs and writes what it should.
+
+The toy stage ``token_counts`` counts the examples, tokens and special tokens of each model's surface token table
+(values known by construction: the test counts them itself from the same table). Its files are the ones a stage
+needs to be planned and run; the list is the recipe's (a finished contribution adds its docs page and tests).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+
+from support.workflow_runs import console, copy_study, copy_workflow, planned_outputs, snakemake
+
+STAGE = "token_counts"
+
+# path (relative to the workflow's copy) -> its text; core/stages.py is edited, the others are new.
+NEW_FILES = {
+    f"rules/{STAGE}.smk": '''
+        # Each rule runs the function registered as @entry_point("<rule name>") in the stage's entry points.
+
+
+        rule token_counts_table:
+            input:
+                STUDY.token_counts.token_tables,
+            output:
+                report(STUDY.paths.table("token_counts"), caption="../report/token_counts.rst", category="Toy"),
+            log:
+                STUDY.paths.log("token_counts", "token_counts_table"),
+            conda:
+                "../envs/surface.yaml"
+            threads: 1
+            resources:
+                mem_mb=1000,
+                runtime=10,
+            params:
+                models=STUDY.token_counts.models,
+            script:
+                "scripts/entry.py"
+        ''',
+    f"workflow_scripts/study/plans/{STAGE}.py": '''
+        """The toy stage's plan: one table of each model's surface token counts."""
+
+        from __future__ import annotations
+
+        from dataclasses import dataclass
+
+        from .declarations import Analysis, StagePlan, declared_tables
+
+        STAGE = "token_counts"
+        ANALYSES = (Analysis("token_counts", "the study", tables=("token_counts",), captions=("token_counts.rst",)),)
+
+
+        @dataclass(frozen=True, eq=False, kw_only=True)
+        class Plan(StagePlan):
+            models: list[str]
+            token_tables: list[str]
+
+
+        def plan(study) -> Plan:
+            surface = study.config["surface"]
+            models = sorted({model for model, _ in study.surface.pairs})
+            tables = [study.paths.token_table(model, surface["corpus"], surface["split"]) for model in models]
+            return Plan(study=study, models=models, token_tables=tables,
+                        outputs=[study.paths.table(name) for name in declared_tables(ANALYSES)] if models else [])
+        ''',
+    f"workflow_scripts/{STAGE}/__init__.py": '''
+        """The toy stage's science."""
+        ''',
+    f"workflow_scripts/{STAGE}/counts.py": '''
+        """Examples, tokens and the share of special tokens of token tables."""
+
+        from __future__ import annotations
+
+        import pandas as pd
+
+        from ..core.io import write_csv
+
+
+        def token_counts(token_tables: list[str], models: list[str], output: str) -> None:
+            rows = []
+            for model, path in zip(models, token_tables, strict=True):
+                tokens = pd.read_parquet(path, columns=["example_id", "special"])
+                rows.append({"model": model, "examples": tokens["example_id"].nunique(), "tokens": len(tokens),
+                             "special_share": float(tokens["special"].mean())})
+            write_csv(pd.DataFrame(rows), output)
+        ''',
+    f"workflow_scripts/entrypoints/{STAGE}.py": '''
+        """Entry points of the toy stage (rules/token_counts.smk)."""
+
+        from __future__ import annotations
+
+        from typing import Any
+
+        from . import entry_point
+
+
+        @entry_point("token_counts_table")
+        def token_counts_table(smk: Any) -> None:
+            from ..token_counts.counts import token_counts
+
+            token_counts(list(smk.input), list(smk.params.models), smk.output[0])
+        ''',
+    f"report/{STAGE}.rst": '''
+        Examples, tokens and the share of special tokens in each model's surface token table.
+        ''',
+}
+STAGES_FILE = "workflow_scripts/core/stages.py"
+
+
+def add_toy_stage(workflow: Path) -> list[str]:
+    """Write the toy stage into the workflow's copy; the files touched, relative to it."""
+    stages = workflow / STAGES_FILE
+    text = stages.read_text(encoding="utf-8")
+    assert '"ablation", "report"' in text
+    stages.write_text(text.replace('"ablation", "report"', f'"ablation", "{STAGE}", "report"'), encoding="utf-8")
+    for name, content in NEW_FILES.items():
+        (workflow / name).parent.mkdir(parents=True, exist_ok=True)
+        (workflow / name).write_text(textwrap.dedent(content).lstrip(), encoding="utf-8")
+    return [STAGES_FILE, *NEW_FILES]
+
+
+def test_a_new_stage_is_a_handful_of_files_and_its_job_plans_and_runs(tiny_study, tmp_path):
+    snakefile = copy_workflow(tmp_path / "workflow")
+    touched = add_toy_stage(snakefile.parent)
+    assert len(touched) <= 8, touched
+    work = copy_study(tiny_study, tmp_path / "study")
+    table = work / "results" / "tables" / "token_counts.csv"
+    # Only what is missing: the copy's code digests differ from the original's (its stage list changed).
+    mtime_only = ("--rerun-triggers", "mtime")
+    dry = snakemake(work, "-n", *mtime_only, snakefile=snakefile)
+    assert dry.returncode == 0, console(dry)[-4000:]
+    assert "token_counts_table" in console(dry) and "results/tables/token_counts.csv" in planned_outputs(dry)
+    run = snakemake(work, str(table.relative_to(work)), *mtime_only, snakefile=snakefile)
+    assert run.returncode == 0, console(run)[-4000:]
+    counts = pd.read_csv(table)
+    tokens = pd.read_parquet(next((work / "results" / "tokens").glob("*/wiki/segments.parquet")))
+    row = counts.iloc[0]
+    assert (row["examples"], row["tokens"]) == (tokens["example_id"].nunique(), len(tokens))
+    assert row["special_share"] == float(tokens["special"].mean())
