@@ -175,7 +175,7 @@ def test_the_plan_pairs_every_related_subject(monkeypatch):
 
     study = SimpleNamespace(
         models=["m", "p-step1", "p-step2", "p-step3"],
-        finetune_runs=[("m", "cola", 1), ("m", "cola", 2), ("m", "sst2", 1)],
+        finetune=SimpleNamespace(runs=[("m", "cola", 1), ("m", "cola", 2), ("m", "sst2", 1)]),
         config={"attention": {"signals": ["attention", "norm"]}})
     monkeypatch.setattr("workflow_scripts.study.plans.report.revision_series", lambda config: {
         "p": [RevisionPoint(f"p-step{n}", f"step{n}", n) for n in (1, 2, 3)]})
