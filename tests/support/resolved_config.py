@@ -243,8 +243,8 @@ DEFAULT = {
 }
 
 OFFLINE_PROFILE = {
-    "ablation": {"tasks": ["cola", "sst2"]},
-    "attention": {"analysis_shards_per_job": 4},
+    "ablation": {"tasks": ["cola", "sst2"], "threads": 1},
+    "attention": {"analysis_shards_per_job": 4, "threads": 1},
     "annotation": {"annotator": "spacy"},
     "finetune": {
         "group_by_length": True,
@@ -263,7 +263,8 @@ OFFLINE_PROFILE = {
         "models": ["all-MiniLM-L6-v2"],
         "tasks": ["cola", "sst2", "mrpc", "stsb", "qnli", "rte", "wnli", "wic"],
     },
-    "syntax": {"probe_epochs": 6, "probe_max_train_sentences": 4000},
+    "surface": {"threads": 1},
+    "syntax": {"probe_epochs": 6, "probe_max_train_sentences": 4000, "threads": 1},
 }
 
 OVERRIDDEN = {
