@@ -158,6 +158,7 @@ def test_the_index_reads_the_atlas_and_role_agreement_where_the_study_plans_them
     study.plans["report"] = dataclasses.replace(study.report, outputs=[
         path for path in study.report.outputs if path not in ("R/tables/atlas.csv", "R/tables/role_agreement.csv")])
     assert set(index_inputs(study)) == {"models"}
-    study.report.outputs.append("R/tables/role_agreement.csv")
+    study.plans["report"] = dataclasses.replace(study.report, outputs=[*study.report.outputs,
+                                                                       "R/tables/role_agreement.csv"])
     assert index_inputs(study)["role_agreement"] == "R/tables/role_agreement.csv"
     assert MODEL in study.models
