@@ -34,7 +34,9 @@ from .warm_start import alive, receive, send
 # it imported): what every job reads with, then what a model's jobs need, then the analyses' and figures' libraries.
 # Each stage's name is its process's name in ps and top ("atlas warm server: torch"; process_title.py).
 IMPORT_STAGES = (
-    ("tables", ("pandas", "pyarrow.parquet", "yaml", "workflow_scripts.entrypoints")),
+    # snakemake.script: every job's script starts with Snakemake's preamble, which unpickles the job's object with it
+    # (0.1 s a job, where the copy imports it itself).
+    ("tables", ("snakemake.script", "pandas", "pyarrow.parquet", "yaml", "workflow_scripts.entrypoints")),
     ("torch", ("torch", "transformers.modeling_utils", "transformers.models.auto.modeling_auto",
                "transformers.models.auto.tokenization_auto")),
     ("analyses", ("sklearn.cluster", "sklearn.linear_model", "scipy.stats", "matplotlib.pyplot", "spacy")),
