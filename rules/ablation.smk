@@ -3,6 +3,9 @@
 # interface. Which runs and models are ablated is the study model's (STUDY.ablation.disabling_runs,
 # STUDY.ablation.found_heads_models; workflow_scripts/study/plans/ablation.py).
 
+from workflow_scripts.study.plans.ablation import ANALYSES as ABLATION_ANALYSES
+from workflow_scripts.study.plans.declarations import stacked_pattern
+
 ABLATION = STUDY.config["ablation"]
 
 
@@ -37,23 +40,31 @@ rule head_disabling:
         "scripts/entry.py"
 
 
-rule head_disabling_table:
+# Both tables of the stage only stack their jobs' parts, as its plan declares them (ANALYSES' stack_key,
+# workflow_scripts/study/plans/ablation.py): every part checked for its stage's columns (ablation/tables.py), the rows
+# sorted by the declared key, the caption the analysis's own (report/ablation_table.rst shows params.caption).
+rule ablation_table:
     input:
-        [STUDY.ablation.disabling_part(m, t, s) for m, t, s in STUDY.ablation.disabling_runs],
+        STUDY.ablation.stacked_parts,
     output:
         report(
-            STUDY.paths.table("head_disabling"),
-            caption="../report/ablation_head_disabling.rst",
+            STUDY.paths.table("{table}"),
+            caption="../report/ablation_table.rst",
             category="Causal head checks",
         ),
     log:
-        STUDY.paths.log("ablation", "head_disabling_table"),
+        STUDY.paths.log("ablation", "{table}_table"),
+    wildcard_constraints:
+        table=stacked_pattern(ABLATION_ANALYSES),
     conda:
         "../envs/surface.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        key=STUDY.ablation.stack_key,
+        caption=STUDY.ablation.table_caption,
     script:
         "scripts/entry.py"
 
@@ -118,26 +129,5 @@ rule found_heads:
         },
         offline=STUDY.offline,
         mirror=STUDY.mirror,
-    script:
-        "scripts/entry.py"
-
-
-rule found_heads_table:
-    input:
-        [STUDY.ablation.found_heads_part(m) for m in STUDY.ablation.found_heads_models],
-    output:
-        report(
-            STUDY.paths.table("found_heads"),
-            caption="../report/ablation_found_heads.rst",
-            category="Causal head checks",
-        ),
-    log:
-        STUDY.paths.log("ablation", "found_heads_table"),
-    conda:
-        "../envs/surface.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
     script:
         "scripts/entry.py"

@@ -9,6 +9,9 @@
 # The dev inputs are capped by 'attention.max_examples' (token tables and dumps) and, in the analyses,
 # by 'finetune_effects.max_dev_examples' (the first N examples). See docs/finetune_effects.md.
 
+from workflow_scripts.study.plans.declarations import stacked_pattern
+from workflow_scripts.study.plans.finetune_effects import ANALYSES as FINETUNE_EFFECTS_ANALYSES
+
 FE = STUDY.config["finetune_effects"]
 FE_CATEGORY = "Fine-tuning effects"
 FINETUNED_NAME = r"[a-z0-9]+\.seed\d+\.(step\d+|final)"
@@ -148,17 +151,22 @@ rule lexical_counts:
         "scripts/entry.py"
 
 
-rule pattern_classes_table:
+# Every table of the stage that only stacks its jobs' parts (pattern classes, the pattern CNN's scores, the change
+# after fine-tuning), as its plan declares it (ANALYSES' stack_key, workflow_scripts/study/plans/finetune_effects.py):
+# the rows sorted by the declared key, the caption the analysis's own (report/finetune_effects_table.rst shows params.caption).
+rule finetune_effects_table:
     input:
-        [STUDY.finetune_effects.part(m, c, t, "pattern_classes.csv") for m, c, t in STUDY.finetune_effects.targets],
+        STUDY.finetune_effects.stacked_parts,
     output:
         report(
-            STUDY.paths.table("pattern_classes"),
-            caption="../report/finetune_effects_pattern_classes_table.rst",
+            STUDY.paths.table("{table}"),
+            caption="../report/finetune_effects_table.rst",
             category=FE_CATEGORY,
         ),
     log:
-        STUDY.paths.log("finetune_effects", "pattern_classes_table"),
+        STUDY.paths.log("finetune_effects", "{table}_table"),
+    wildcard_constraints:
+        table=stacked_pattern(FINETUNE_EFFECTS_ANALYSES),
     conda:
         "../envs/surface.yaml"
     threads: 1
@@ -166,53 +174,9 @@ rule pattern_classes_table:
         mem_mb=1000,
         runtime=10,
     params:
+        key=STUDY.finetune_effects.stack_key,
+        caption=STUDY.finetune_effects.table_caption,
         pretrained_only=STUDY.finetune_effects.pretrained_only,
-    script:
-        "scripts/entry.py"
-
-
-rule pattern_classifier_table:
-    input:
-        [STUDY.paths.analysis("finetune_effects", m, "pattern_classifier.csv") for m in STUDY.subjects],
-    output:
-        report(
-            STUDY.paths.table("pattern_classifier"),
-            caption="../report/finetune_effects_pattern_classifier.rst",
-            category=FE_CATEGORY,
-        ),
-    log:
-        STUDY.paths.log("finetune_effects", "pattern_classifier_table"),
-    conda:
-        "../envs/surface.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    script:
-        "scripts/entry.py"
-
-
-rule finetune_change_table:
-    input:
-        [
-            STUDY.finetune_effects.part(m, c, t, "finetune_change.csv")
-            for m, c, t in STUDY.finetune_effects.targets
-            if c != "pretrained"
-        ],
-    output:
-        report(
-            STUDY.paths.table("finetune_change"),
-            caption="../report/finetune_effects_change_table.rst",
-            category=FE_CATEGORY,
-        ),
-    log:
-        STUDY.paths.log("finetune_effects", "finetune_change_table"),
-    conda:
-        "../envs/surface.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
     script:
         "scripts/entry.py"
 

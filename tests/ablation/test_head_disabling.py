@@ -9,15 +9,17 @@ import pandas as pd
 import pytest
 
 from workflow_scripts.ablation.disabling import TaskScorer, run_head_disabling
-from workflow_scripts.ablation.tables import (
-    FOUND_HEADS_COLUMNS,
-    HEAD_DISABLING_COLUMNS,
-    found_heads_table,
-    head_disabling_table,
-)
+from workflow_scripts.ablation.tables import COLUMNS, FOUND_HEADS_COLUMNS, HEAD_DISABLING_COLUMNS, stack_parts
 from workflow_scripts.core.errors import AtlasError, InputFormatError
+from workflow_scripts.study.plans.ablation import ANALYSES
+from workflow_scripts.study.plans.declarations import analysis_named
 
 SETTINGS = {"max_length": 32, "max_dev_examples": None}
+
+
+def _stacked(table, parts, output):
+    """Study table ``table`` as the generic rule ablation_table writes it: its columns, its plan's sort key."""
+    return stack_parts(parts, output, COLUMNS[table], analysis_named(ANALYSES, table).stack_key)
 
 
 def _disable(tiny_classifier, tiny_dev, tiny_task, output, modes, max_examples=10):
@@ -83,22 +85,22 @@ def test_tables_stack_the_parts_and_name_a_bad_part(tmp_path):
         return tmp_path / name
 
     parts = [part("b.csv", "m", "rte.seed1.final"), part("a.csv", "m", "cola.seed1.final")]
-    table = head_disabling_table(parts, tmp_path / "head_disabling.csv")
+    table = _stacked("head_disabling", parts, tmp_path / "head_disabling.csv")
     assert list(table["checkpoint"][:8]) == ["cola.seed1.final"] * 8
     assert list(table["mode"][:8]) == ["zero"] * 4 + ["mean"] * 4  # each part keeps its own order
     assert list(pd.read_csv(tmp_path / "head_disabling.csv").columns) == HEAD_DISABLING_COLUMNS
-    empty = found_heads_table([], tmp_path / "found_heads.csv")
+    empty = _stacked("found_heads", [], tmp_path / "found_heads.csv")
     assert empty.empty and list(pd.read_csv(tmp_path / "found_heads.csv").columns) == FOUND_HEADS_COLUMNS
     pd.DataFrame({"model": ["m"], "layer": [0]}).to_csv(tmp_path / "bad.csv", index=False)
     with pytest.raises(InputFormatError, match=r"bad\.csv.*columns \['checkpoint'"):
-        head_disabling_table([tmp_path / "bad.csv"], tmp_path / "x.csv")
+        _stacked("head_disabling", [tmp_path / "bad.csv"], tmp_path / "x.csv")
 
 
 def test_the_figure_has_a_panel_per_run_and_survives_no_rows(tiny_classifier, tiny_dev, tiny_task, tmp_path):
     from workflow_scripts.ablation.figures import plot_head_disabling, shown_mode
 
     _disable(tiny_classifier, tiny_dev, tiny_task, tmp_path / "d.csv", ["mean", "zero"], max_examples=6)
-    table = head_disabling_table([tmp_path / "d.csv"], tmp_path / "head_disabling.csv")
+    table = _stacked("head_disabling", [tmp_path / "d.csv"], tmp_path / "head_disabling.csv")
     assert shown_mode(table) == "zero" and shown_mode(table[table["mode"] == "mean"]) == "mean"
     plot_head_disabling(tmp_path / "head_disabling.csv", tmp_path / "f.png", tmp_path / "f.pdf", model="tiny")
     assert (tmp_path / "f.png").stat().st_size > 0 and (tmp_path / "f.pdf").stat().st_size > 0
@@ -113,7 +115,7 @@ def test_entry_points_hand_over_inputs_params_and_wildcards(monkeypatch):
     _import_all()
     seen = {}
     for module, name in ((disabling, "run_head_disabling"), (found_heads, "run_found_heads"),
-                         (tables, "head_disabling_table"), (tables, "found_heads_table"),
+                         (tables, "stack_parts"),
                          (figures, "plot_head_disabling")):
         monkeypatch.setattr(module, name, lambda *a, _name=name, **k: seen.__setitem__(_name, (a, k)))
     params = SimpleNamespace(task={"name": "cola"}, settings={"max_length": 8}, modes=["zero"], max_examples=5,
@@ -125,10 +127,11 @@ def test_entry_points_hand_over_inputs_params_and_wildcards(monkeypatch):
     assert args == ("c.json", "dev.parquet", "out.csv")
     assert kwargs["checkpoint"] == "cola.seed3.final" and kwargs["model"] == "m" and kwargs["threads"] == 2
 
-    ENTRY_POINTS["head_disabling_table"](SimpleNamespace(input=["a.csv", "b.csv"], output=["t.csv"]))
-    assert seen["head_disabling_table"] == ((["a.csv", "b.csv"], "t.csv"), {})
-    ENTRY_POINTS["found_heads_table"](SimpleNamespace(input=[], output=["f.csv"]))
-    assert seen["found_heads_table"] == (([], "f.csv"), {})
+    for table, key in (("head_disabling", ["model", "checkpoint"]), ("found_heads", ["model"])):
+        ENTRY_POINTS["ablation_table"](SimpleNamespace(input=["a.csv", "b.csv"], output=["t.csv"],
+                                                       wildcards=SimpleNamespace(table=table),
+                                                       params=SimpleNamespace(key=key)))
+        assert seen["stack_parts"] == ((["a.csv", "b.csv"], "t.csv", COLUMNS[table], key), {})
     ENTRY_POINTS["head_disabling_figure"](SimpleNamespace(input=SimpleNamespace(table="t.csv"),
                                                           output=SimpleNamespace(png="a.png", pdf="a.pdf"),
                                                           wildcards=SimpleNamespace(model="m")))

@@ -136,6 +136,35 @@ def test_combine_parts_without_parts(tmp_path):
     assert frame.empty and list(pd.read_csv(tmp_path / "x.csv").columns) == ["task", "cosine", "note"]
 
 
+def test_the_generic_table_rule_writes_an_empty_change_table_and_sorts_by_the_declared_key(tmp_path):
+    from types import SimpleNamespace
+
+    from workflow_scripts.entrypoints import ENTRY_POINTS, _import_all
+
+    _import_all()
+
+    def job(table, parts, key):
+        output = tmp_path / f"{table}.csv"
+        ENTRY_POINTS["finetune_effects_table"](SimpleNamespace(
+            input=parts, output=[str(output)], wildcards=SimpleNamespace(table=table),
+            params=SimpleNamespace(key=key, pretrained_only=["rte"])))
+        return pd.read_csv(output, keep_default_na=False)
+
+    # No fine-tuned checkpoint: the change after fine-tuning is its columns alone; another table without parts fails.
+    change = job("finetune_change", [], ["model", "task", "checkpoint", "layer", "head"])
+    assert change.empty and list(change.columns)[:3] == ["model", "task", "checkpoint"] and "note" in change.columns
+    with pytest.raises(AtlasError, match="no part tables"):
+        job("pattern_classes", [], ["model"])
+    parts = []
+    for model in ("b", "a"):
+        parts.append(tmp_path / f"{model}.csv")
+        pd.DataFrame({"model": [model] * 2, "task": ["rte", "cola"], "class": ["Block", "Vertical"]}).to_csv(
+            parts[-1], index=False)
+    classes = job("pattern_classes", parts, ["model", "task", "class"])
+    assert list(zip(classes["model"], classes["task"])) == [("a", "cola"), ("a", "rte"), ("b", "cola"), ("b", "rte")]
+    assert list(classes["note"] != "") == [False, True, False, True]  # rte is analysed pretrained only
+
+
 def test_a_decoders_first_token_is_a_vertical_column_without_a_special_token():
     # GPT-2's text starts without a special token: a head that sends everything to the first token is vertical
     n = 5

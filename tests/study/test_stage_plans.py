@@ -14,6 +14,7 @@ from support.paths import REPO
 from support.study_configs import MODEL, one_model, study_of
 from workflow_scripts.core.stages import STAGES
 from workflow_scripts.study.plans import explorer, stage_plans, surface
+from workflow_scripts.study.plans.declarations import stacked_table_caption, stacked_tables
 from workflow_scripts.surface.measures import HEAD_MEASURES
 
 STAGE_PLANS = stage_plans()
@@ -34,7 +35,7 @@ def test_every_declared_caption_is_a_file_that_the_stage_rules_name():
                 assert (REPO / "report" / caption).is_file(), f"{plan.STAGE}: {caption} is not under report/"
                 # A stacked table's caption reaches the generic rule's caption file through params.caption.
                 stacked = analysis.stack_key and index == 0
-                shown = f"../report/{plan.STAGE}_table.rst" if stacked else f"../report/{caption}"
+                shown = f"../report/{stacked_table_caption(plan.STAGE)}" if stacked else f"../report/{caption}"
                 assert f'"{shown}"' in rules, f"rules/{plan.STAGE}.smk does not show {caption}"
 
 
@@ -182,7 +183,7 @@ def test_the_generic_table_rule_stacks_what_each_declaration_says():
     from workflow_scripts.surface.measures import measure_named
 
     study = study_of(one_model(tasks=["cola"]))
-    stacked = set(surface.STACKED)
+    stacked = set(stacked_tables(surface.ANALYSES))
     assert {"surface_heads", "sep_gradient", "head_clusters", "attention_distance"} <= stacked
     assert {m.name for m in HEAD_MEASURES} <= stacked and "head_diagnostics" not in stacked
     for name in stacked - {"icl_score"}:
@@ -190,9 +191,32 @@ def test_the_generic_table_rule_stacks_what_each_declaration_says():
         pairs = study.surface.gradient_pairs if name == "sep_gradient" else study.surface.pairs
         assert study.surface.stacked_parts(wildcards) == [
             f"R/analysis/surface/{m}/{c}/{name}.csv" for m, c in pairs]
-        assert study.surface.stack_key(wildcards) == list(surface.STACKED[name].stack_key)
+        assert study.surface.stack_key(wildcards) == list(stacked_tables(surface.ANALYSES)[name].stack_key)
     assert study.surface.table_caption(SimpleNamespace(table="same_word")) == measure_named("same_word").caption
     assert study.surface.table_caption(SimpleNamespace(table="surface_heads")) == (
         REPO / "report" / "surface_heads.rst").read_text(encoding="utf-8")
     assert study.surface.table_subcategory(SimpleNamespace(table="same_word")) == "Head measures"
     assert study.surface.table_subcategory(SimpleNamespace(table="surface_heads")) is None
+
+
+def test_the_effects_and_ablation_tables_are_stacked_by_their_stages_generic_rule():
+    study = study_of(one_model(tasks=["cola"]))
+    effects, ablation = study.finetune_effects, study.ablation
+    assert set(stacked_tables(effects.analyses)) == {"pattern_classes", "pattern_classifier", "finetune_change"}
+    assert set(stacked_tables(ablation.analyses)) == {"head_disabling", "found_heads"}
+    final = "cola.seed42.final"
+    assert effects.stacked_parts(SimpleNamespace(table="finetune_change")) == [
+        f"R/analysis/finetune_effects/{MODEL}/{final}/cola/finetune_change.csv"]  # the fine-tuned checkpoints' only
+    assert effects.stacked_parts(SimpleNamespace(table="pattern_classes")) == [
+        f"R/analysis/finetune_effects/{MODEL}/{c}/cola/pattern_classes.csv" for c in ("pretrained", final)]
+    assert effects.stacked_parts(SimpleNamespace(table="pattern_classifier")) == [
+        f"R/analysis/finetune_effects/{MODEL}/pattern_classifier.csv"]
+    assert effects.stack_key(SimpleNamespace(table="finetune_change")) == ["model", "task", "checkpoint", "layer",
+                                                                          "head"]
+    assert ablation.stacked_parts(SimpleNamespace(table="head_disabling")) == [
+        f"R/analysis/ablation/{MODEL}/cola.seed42/disabling.csv"]
+    assert ablation.stack_key(SimpleNamespace(table="found_heads")) == ["model"]
+    assert ablation.table_caption(SimpleNamespace(table="found_heads")) == (
+        REPO / "report" / "ablation_found_heads.rst").read_text(encoding="utf-8")
+    for plan in (effects, ablation):  # each table's output is the generic rule's alone
+        assert all(study.paths.table(name) in study.outputs() for name in stacked_tables(plan.analyses))

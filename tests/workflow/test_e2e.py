@@ -165,7 +165,7 @@ def test_a_change_of_behaviour_in_a_module_reruns_the_jobs_that_run_it_and_a_com
     module.write_text(original + "\nMENTIONS_CHANGED = True\n", encoding="utf-8")  # any change of the syntax tree
     # The coreference scores and tables run syntax/coreference.py; the rest reads coref_best.csv.
     assert planned(snakefile) - moved == {"coreference_scores", "coreference_tables", "found_heads",
-                                          "found_heads_table", "head_explorer", "atlas", "atlas_figure",
+                                          "ablation_table", "head_explorer", "atlas", "atlas_figure",
                                           "explorer_index", "role_agreement", "role_agreement_figure"} - moved
 
 

@@ -1,9 +1,10 @@
 """The ablation stage's study tables: ``tables/head_disabling.csv`` and ``tables/found_heads.csv``.
 
 Each job writes one part (``analysis/ablation/MODEL/TASK.seedN/disabling.csv`` per fine-tuned run,
-``analysis/ablation/MODEL/found_heads.csv`` per model); these functions stack them, checking that every
-part has the columns its stage writes. No part (the check is off, or no task is ablated) gives a table of
-the columns alone, so that the report can still read it.
+``analysis/ablation/MODEL/found_heads.csv`` per model); ``stack_parts`` stacks them (the generic rule
+ablation_table, in the order its plan declares), checking that every part has the columns its stage writes. No
+part (the check is off, or no task is ablated) gives a table of the columns alone, so that the report can still
+read it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ HEAD_DISABLING_COLUMNS = ["model", "checkpoint", "task", "metric", "mode", "laye
                           "baseline_score", "delta", "n_examples", "seconds"]
 FOUND_HEADS_COLUMNS = ["model", "source", "layer", "head", "head_label", "random_head_label", "mode", "target",
                        "baseline", "ablated", "delta", "random_ablated", "random_delta", "n"]
+# Each study table's columns, by its name (the generic rule ablation_table stacks them; its plan gives the sort key).
+COLUMNS = {"head_disabling": HEAD_DISABLING_COLUMNS, "found_heads": FOUND_HEADS_COLUMNS}
 
 
 def stack_parts(parts: Sequence[str | Path], output: str | Path, columns: Sequence[str],
@@ -32,12 +35,3 @@ def stack_parts(parts: Sequence[str | Path], output: str | Path, columns: Sequen
     write_csv(table, output)
     log.info("%d rows from %d part(s) written to %s", len(table), len(parts), output)
     return table
-
-
-def head_disabling_table(parts: Sequence[str | Path], output: str | Path) -> pd.DataFrame:
-    # Within a part rows stay in its order: mode (the config's order), then layer, then head.
-    return stack_parts(parts, output, HEAD_DISABLING_COLUMNS, ["model", "checkpoint"])
-
-
-def found_heads_table(parts: Sequence[str | Path], output: str | Path) -> pd.DataFrame:
-    return stack_parts(parts, output, FOUND_HEADS_COLUMNS, ["model"])

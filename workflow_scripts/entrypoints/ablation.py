@@ -18,13 +18,6 @@ def head_disabling(smk: Any) -> None:
                        mirror=p.mirror, model=wc.model, checkpoint=f"{wc.task}.seed{wc.seed}.final")
 
 
-@entry_point("head_disabling_table")
-def head_disabling_table(smk: Any) -> None:
-    from ..ablation.tables import head_disabling_table as stack
-
-    stack(list(smk.input), smk.output[0])
-
-
 @entry_point("head_disabling_figure")
 def head_disabling_figure(smk: Any) -> None:
     from ..ablation.figures import plot_head_disabling
@@ -48,8 +41,8 @@ def found_heads(smk: Any) -> None:
                     offline=p.offline, mirror=p.mirror, probe=dict(p.probe))
 
 
-@entry_point("found_heads_table")
-def found_heads_table(smk: Any) -> None:
-    from ..ablation.tables import found_heads_table as stack
+@entry_point("ablation_table")
+def ablation_table(smk: Any) -> None:
+    from ..ablation.tables import COLUMNS, stack_parts
 
-    stack(list(smk.input), smk.output[0])
+    stack_parts(list(smk.input), smk.output[0], COLUMNS[smk.wildcards.table], list(smk.params.key))

@@ -77,28 +77,16 @@ def lexical_counts(smk: Any) -> None:
         mapping=p.categories, exclude_self=p.exclude_self, max_examples=p.max_examples)
 
 
-@entry_point("pattern_classes_table")
-def pattern_classes_table(smk: Any) -> None:
+@entry_point("finetune_effects_table")
+def finetune_effects_table(smk: Any) -> None:
     from ..finetune_effects.patterns import combine_parts
 
-    combine_parts(list(smk.input), smk.output[0], ["model", "task", "checkpoint", "class"],
-                  pretrained_only=smk.params.pretrained_only)
-
-
-@entry_point("pattern_classifier_table")
-def pattern_classifier_table(smk: Any) -> None:
-    from ..finetune_effects.patterns import combine_parts
-
-    combine_parts(list(smk.input), smk.output[0], ["model", "classifier", "evaluated_on"])
-
-
-@entry_point("finetune_change_table")
-def finetune_change_table(smk: Any) -> None:
-    from ..finetune_effects.patterns import combine_parts
-
-    combine_parts(list(smk.input), smk.output[0], ["model", "task", "checkpoint", "layer", "head"],
-                  empty_columns=["model", "task", "checkpoint", "kind", "seed", "step", "global_step", "layer",
-                                 "head", "cosine", "ci_low", "ci_high", "n", "bootstrap_seed"])
+    # The change after fine-tuning may have no part (the study fine-tunes nothing it analyses): its table is then these
+    # columns alone; the other tables always have parts.
+    empty_columns = {"finetune_change": ["model", "task", "checkpoint", "kind", "seed", "step", "global_step", "layer",
+                                         "head", "cosine", "ci_low", "ci_high", "n", "bootstrap_seed"]}
+    combine_parts(list(smk.input), smk.output[0], list(smk.params.key), pretrained_only=smk.params.pretrained_only,
+                  empty_columns=empty_columns.get(smk.wildcards.table))
 
 
 @entry_point("lexical_tables")

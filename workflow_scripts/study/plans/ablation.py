@@ -15,7 +15,7 @@ It reads the plans of the fine-tuning and syntax stages (their runs and targets)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...core.errors import ConfigError
 from ...finetune.tasks import checkpoint_name
@@ -27,11 +27,15 @@ if TYPE_CHECKING:
 
 STAGE = "ablation"
 PRETRAINED = "pretrained"
+DISABLING = "head_disabling"
+FOUND_HEADS = "found_heads"
 ANALYSES = (
-    Analysis("head_disabling", "(model, task, seed) of a fine-tuned run", tables=("head_disabling",),
+    # Within a head-disabling part rows stay in its order: mode (the config's order), then layer, then head.
+    Analysis(DISABLING, "(model, task, seed) of a fine-tuned run", tables=(DISABLING,),
              figures=("head_disabling_{model}",),
-             captions=("ablation_head_disabling.rst", "ablation_head_disabling_figure.rst")),
-    Analysis("found_heads", "model", tables=("found_heads",), captions=("ablation_found_heads.rst",)),
+             captions=("ablation_head_disabling.rst", "ablation_head_disabling_figure.rst"),
+             stack_key=("model", "checkpoint")),
+    Analysis(FOUND_HEADS, "model", tables=(FOUND_HEADS,), captions=("ablation_found_heads.rst",), stack_key=("model",)),
 )
 
 
@@ -57,7 +61,7 @@ def plan(study: Study) -> Plan:
     found_heads_models = ([m for m in study.models if (m, PRETRAINED, treebank) in study.syntax.targets]
                           if study.config[STAGE]["found_heads"] else [])
     check_families(study, [m for m, _, _ in disabling_runs] + found_heads_models)
-    disabling, found = analysis_named(ANALYSES, "head_disabling"), analysis_named(ANALYSES, "found_heads")
+    disabling, found = analysis_named(ANALYSES, DISABLING), analysis_named(ANALYSES, FOUND_HEADS)
     outputs = []
     if disabling_runs:
         outputs += [study.paths.table(name) for name in disabling.tables]
@@ -86,8 +90,17 @@ def check_families(study: Study, ablated_models: list[str]) -> None:
 class Plan(StagePlan):
     """The causal head checks' plan (``STUDY.ablation``), with the input and params functions of rules/ablation.smk."""
 
+    analyses: ClassVar[tuple[Analysis, ...]] = ANALYSES
+
     disabling_runs: list[tuple[str, str, int]]   # (model, task, seed) of a fine-tuned run
     found_heads_models: list[str]
+
+    def stacked_parts(self, wc: Any) -> list[str]:
+        """The parts a stacked table (``table`` wildcard) stacks: one per disabled run, or one per model whose found
+        heads are ablated."""
+        if wc.table == FOUND_HEADS:
+            return [self.found_heads_part(m) for m in self.found_heads_models]
+        return [self.disabling_part(m, t, s) for m, t, s in self.disabling_runs]
 
     def disabling_part(self, model: str, task: str, seed: int | str) -> str:
         return self.paths.analysis(STAGE, model, f"{task}.seed{seed}", "disabling.csv")

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from ..paths import ResultPaths
+
+# The workflow's report/ folder: the captions of the stacked tables are read from it.
+REPORT_FOLDER = Path(__file__).resolve().parents[3] / "report"
+
+
+def stacked_table_caption(stage: str) -> str:
+    """The caption file of a stage's generic table rule (``<stage>_table``): it shows the stacked table's own caption
+    (``StagePlan.table_caption``) through the rule's params.caption."""
+    return f"{stage}_table.rst"
 
 
 @dataclass(frozen=True)
@@ -37,7 +47,8 @@ class Analysis:
     ``explorer_tables``: those of its tables the head explorer reads (its own sections, or ``explorer_measures``:
     the per-head columns that colour its grid);
     ``stack_key``: for an analysis whose one table only stacks its jobs' parts, the columns its rows are sorted by:
-    the stage's generic table rule writes it (``surface_table``), its caption the analysis's first;
+    the stage's generic table rule writes it (``<stage>_table``, e.g. ``surface_table``), its caption the analysis's
+    first, and its plan's ``stacked_parts`` says which parts;
     ``report_subcategory``: where the report files its table, under the stage's category.
     """
 
@@ -56,6 +67,18 @@ class Analysis:
 def declared_tables(analyses: tuple[Analysis, ...]) -> list[str]:
     """Every table the analyses write, in declaration order."""
     return [table for analysis in analyses for table in analysis.tables]
+
+
+def stacked_tables(analyses: tuple[Analysis, ...]) -> dict[str, Analysis]:
+    """The tables a stage's generic table rule stacks (its ``table`` wildcard), by name: the one table of each
+    analysis declared with a ``stack_key``."""
+    return {analysis.tables[0]: analysis for analysis in analyses if analysis.stack_key}
+
+
+def stacked_pattern(analyses: tuple[Analysis, ...]) -> str:
+    """The ``table`` wildcard of a stage's generic table rule: a stacked table's name only (longest first), so that
+    its output never matches another rule's; a pattern that matches nothing where the stage stacks none."""
+    return "|".join(sorted(stacked_tables(analyses), key=len, reverse=True)) or "(?!x)x"
 
 
 def declared_figures(analyses: tuple[Analysis, ...]) -> list[str]:
@@ -83,6 +106,27 @@ class StagePlan:
     study: Any = field(repr=False)
     outputs: list[str] = field(default_factory=list)
 
+    # The stage's declared analyses (its module's ANALYSES): its generic table rule's params functions read them.
+    analyses: ClassVar[tuple[Analysis, ...]] = ()
+
     @property
     def paths(self) -> ResultPaths:
         return self.study.paths
+
+    # --- the params functions of the stage's generic table rule (``<stage>_table``, ``table`` wildcard) ----------
+
+    def stacked(self, wc: Any) -> Analysis:
+        return stacked_tables(self.analyses)[wc.table]
+
+    def stack_key(self, wc: Any) -> list[str]:
+        """The columns the stacked table's rows are sorted by (its ``Analysis.stack_key``)."""
+        return list(self.stacked(wc).stack_key)
+
+    def table_caption(self, wc: Any) -> str:
+        """The caption of a stacked table (report/<stage>_table.rst shows it): the text of its analysis's first
+        caption file."""
+        return (REPORT_FOLDER / self.stacked(wc).captions[0]).read_text(encoding="utf-8")
+
+    def table_subcategory(self, wc: Any) -> str | None:
+        """Where the report files the stacked table (its ``Analysis.report_subcategory``)."""
+        return self.stacked(wc).report_subcategory

@@ -4,7 +4,7 @@ are analysed (``finetune_effects.tasks``) and at which checkpoints."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .declarations import Analysis, StagePlan, declared_figures, declared_tables
 from .finetune import chosen_tasks
@@ -14,14 +14,18 @@ if TYPE_CHECKING:
 
 STAGE = "finetune_effects"
 PER_TARGET = "(subject, checkpoint, task) of the task's dev dump"
+CLASSIFIER = "pattern_classifier"
+CHANGE = "finetune_change"
 ANALYSES = (
-    Analysis("pattern_classes", PER_TARGET, tables=("pattern_classes", "pattern_classifier"),
-             figures=("pattern_classes",),
-             captions=("finetune_effects_pattern_classes_table.rst", "finetune_effects_pattern_classifier.rst",
-                       "finetune_effects_pattern_classes.rst")),
-    Analysis("finetune_change", PER_TARGET, tables=("finetune_change",), figures=("finetune_change", "trajectory"),
+    Analysis("pattern_classes", PER_TARGET, tables=("pattern_classes",), figures=("pattern_classes",),
+             captions=("finetune_effects_pattern_classes_table.rst", "finetune_effects_pattern_classes.rst"),
+             stack_key=("model", "task", "checkpoint", "class")),
+    Analysis(CLASSIFIER, "subject: its pattern CNN, scored on the subject's parts", tables=(CLASSIFIER,),
+             captions=("finetune_effects_pattern_classifier.rst",), stack_key=("model", "classifier", "evaluated_on")),
+    Analysis(CHANGE, PER_TARGET, tables=(CHANGE,), figures=(CHANGE, "trajectory"),
              captions=("finetune_effects_change_table.rst", "finetune_effects_change.rst",
-                       "finetune_effects_trajectory.rst"), explorer_tables=("finetune_change",)),
+                       "finetune_effects_trajectory.rst"), explorer_tables=(CHANGE,),
+             stack_key=("model", "task", "checkpoint", "layer", "head")),
     Analysis("lexical", PER_TARGET,
              tables=("lexical_layers", "lexical_heads", "lexical_change", "lexical_last_layer", "lexical_top_layers"),
              figures=("lexical_layers",),
@@ -45,6 +49,8 @@ class Plan(StagePlan):
     """The fine-tuning effects' plan (``STUDY.finetune_effects``), with the input functions of
     rules/finetune_effects.smk."""
 
+    analyses: ClassVar[tuple[Analysis, ...]] = ANALYSES
+
     tasks: list[str]                          # the tasks whose dev inputs are analysed
     targets: list[tuple[str, str, str]]       # (subject, checkpoint, task)
 
@@ -56,6 +62,14 @@ class Plan(StagePlan):
     def pairs(self, model: str) -> list[tuple[str, str]]:
         """(checkpoint, task) of every fine-tuning-effects part of ``model``."""
         return [(c, t) for m, c, t in self.targets if m == model]
+
+    def stacked_parts(self, wc: Any) -> list[str]:
+        """The parts a stacked table (``table`` wildcard) stacks: the classifier's one per subject, the others' one per
+        (subject, checkpoint, task), the fine-tuned checkpoints' alone for the change after fine-tuning."""
+        if wc.table == CLASSIFIER:
+            return [self.model_file(subject, f"{CLASSIFIER}.csv") for subject in self.study.subjects]
+        return [self.part(m, c, t, f"{wc.table}.csv") for m, c, t in self.targets
+                if not (wc.table == CHANGE and c == "pretrained")]
 
     def part(self, model: str, checkpoint: str, task: str, name: str) -> str:
         return self.paths.analysis(STAGE, model, checkpoint, task, name)

@@ -4,21 +4,25 @@ distance and every declared head measure (surface/measures.py), on the surface c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...core.errors import ConfigError
 from ...core.subjects import split_subject
 from ...models.checkpoints import parse_checkpoint_name
 from ...surface.measures import HEAD_MEASURES, measure_named
 from ..revisions import revision_series
-from .declarations import Analysis, ExplorerMeasure, StagePlan, declared_figures, declared_tables
+from .declarations import (
+    Analysis,
+    ExplorerMeasure,
+    StagePlan,
+    declared_figures,
+    declared_tables,
+    stacked_pattern,
+    stacked_table_caption,
+)
 
 if TYPE_CHECKING:
     from ..model import Study
-
-# The workflow's report/ folder: the captions of the stacked tables are read from it.
-REPORT_FOLDER = Path(__file__).resolve().parents[3] / "report"
 
 STAGE = "surface"
 PER_SHARD = "(subject, checkpoint) x shard group of the surface dump"
@@ -57,15 +61,14 @@ ANALYSES = (
              stack_key=("series", "step", "model", "checkpoint"), report_subcategory="Head diagnostics"),
     # Each head measure is run by the shared rules head_measure_{shard,part} and surface_table; its caption is the
     # declaration's (HeadMeasure.caption), which report/surface_table.rst shows as every stacked table's.
-    *(Analysis(m.name, PER_SHARD, tables=(m.name,), captions=("surface_table.rst",), sharded=True,
+    *(Analysis(m.name, PER_SHARD, tables=(m.name,), captions=(stacked_table_caption(STAGE),), sharded=True,
                explorer_tables=(m.name,) if m.in_explorer else (),
                explorer_measures=(ExplorerMeasure(m.name, m.name, m.label, m.unit),) if m.in_explorer else (),
                stack_key=HEAD_KEY, report_subcategory="Head measures")
       for m in HEAD_MEASURES),
 )
-# The tables the generic rule surface_table stacks (``table`` wildcard), by their analysis's name.
-STACKED = {analysis.name: analysis for analysis in ANALYSES if analysis.stack_key}
-STACKED_PATTERN = "|".join(sorted(STACKED, key=len, reverse=True))
+# The ``table`` wildcard of the generic rule surface_table: the tables it stacks.
+STACKED_PATTERN = stacked_pattern(ANALYSES)
 MEASURE_NAMES = tuple(m.name for m in HEAD_MEASURES)
 # The ``measure`` wildcard of the head-measure rules: a declared name only (a pattern that matches nothing when none
 # is declared), so that their outputs never match another rule's.
@@ -115,6 +118,8 @@ def diagnostic_lengths(study: Study, diagnostic_pairs: list[tuple[str, str]]) ->
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Plan(StagePlan):
     """The surface stage's plan (``STUDY.surface``), with the input and params functions of rules/surface.smk."""
+
+    analyses: ClassVar[tuple[Analysis, ...]] = ANALYSES
 
     pairs: list[tuple[str, str]]              # (subject, checkpoint) of the surface dump
     gradient_pairs: list[tuple[str, str]]     # those of the attention signal
@@ -169,17 +174,9 @@ class Plan(StagePlan):
         pairs = {GRADIENT: self.gradient_pairs, ICL: [(model, "pretrained") for model in self.icl_points]}
         return [self.paths.analysis(STAGE, m, c, f"{wc.table}.csv") for m, c in pairs.get(wc.table, self.pairs)]
 
-    def stack_key(self, wc: Any) -> list[str]:
-        """A params function: the columns the stacked table's rows are sorted by (its ``Analysis.stack_key``)."""
-        return list(STACKED[wc.table].stack_key)
-
     def table_caption(self, wc: Any) -> str:
-        """A params function: the caption of a stacked table (report/surface_table.rst shows it): a head measure's
-        declared caption, else the text of its analysis's first caption file."""
+        """A params function: a head measure's declared caption, else the text of its analysis's first caption file
+        (``StagePlan.table_caption``)."""
         if wc.table in MEASURE_NAMES:
             return measure_named(wc.table).caption
-        return (REPORT_FOLDER / STACKED[wc.table].captions[0]).read_text(encoding="utf-8")
-
-    def table_subcategory(self, wc: Any) -> str | None:
-        """Where the report files the stacked table (its ``Analysis.report_subcategory``)."""
-        return STACKED[wc.table].report_subcategory
+        return super().table_caption(wc)
