@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from support.paths import REPO
+from workflow_scripts.runtime.import_graph import import_statements, package_modules
 
 PACKAGE = REPO / "workflow_scripts"
 TESTS = REPO / "tests"
@@ -31,22 +32,6 @@ OVERSIZED: dict[str, str] = {}
 # --- the import graph ------------------------------------------------------------------------------
 
 
-def package_modules(package_dir: Path) -> dict[str, Path]:
-    """Dotted module name -> file, for every module of the package in ``package_dir`` (``__init__``: the package)."""
-    modules = {}
-    for path in sorted(package_dir.rglob("*.py")):
-        parts = path.relative_to(package_dir.parent).with_suffix("").parts
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        modules[".".join(parts)] = path
-    return modules
-
-
-def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement in ``tree``, at any depth (in functions, under ``if TYPE_CHECKING:``)."""
-    return [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
-
-
 def _resolve(name: str, modules: dict[str, Path]) -> str | None:
     """The longest prefix of dotted ``name`` that is a module of the package (None: outside it)."""
     parts = name.split(".")
@@ -58,25 +43,18 @@ def _resolve(name: str, modules: dict[str, Path]) -> str | None:
 
 
 def import_graph(package_dir: Path) -> dict[str, set[str]]:
-    """Module -> the modules of the same package it imports (statically; see the module docstring)."""
+    """Module -> the modules of the same package it imports (statically, as the code digests read them:
+    workflow_scripts/runtime/import_graph.py; see the module docstring)."""
     modules = package_modules(package_dir)
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        # The package a relative import starts from: the module's own package (a package: itself).
-        here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-        for node in _imports(tree):
-            if isinstance(node, ast.Import):
-                targets = [_resolve(alias.name, modules) for alias in node.names]
+        for base, names in import_statements(name, path.name == "__init__.py", [tree], filename=str(path)):
+            if not names:
+                targets = [_resolve(base, modules)]
             else:
-                if node.level:
-                    if node.level > len(here):
-                        raise ValueError(f"{path}:{node.lineno}: relative import beyond the top-level package")
-                    base = ".".join(here[:len(here) - (node.level - 1)] + ([node.module] if node.module else []))
-                else:
-                    base = node.module or ""
-                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else _resolve(base, modules)
-                           for alias in node.names]
+                targets = [f"{base}.{alias}" if f"{base}.{alias}" in modules else _resolve(base, modules)
+                           for alias in names]
             graph[name].update(t for t in targets if t is not None and t != name)
     return graph
 

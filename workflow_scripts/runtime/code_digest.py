@@ -13,7 +13,8 @@ at that script, never sees the stage code. The Snakefile therefore gives each ru
 Each piece is read as its syntax tree, docstrings left out and without positions, so comments, docstrings,
 blank lines and formatting change nothing; any other change (a constant, an operator, a renamed variable) changes
 the digest of every rule whose entry point reaches it. ``workflow_scripts/entrypoints/__init__.py`` (how a job
-starts, logs and reports a failure) is left out: it changes no output. Standard library and ``core.stages`` only.
+starts, logs and reports a failure) is left out: it changes no output. Standard library, ``core.stages`` and
+``import_graph`` (the static imports, which the tests of the code's shape read too) only.
 What is read of each module (its tree's digest, its imports, its entry points) is kept in
 ``workflow_scripts/__pycache__/`` by the file's size and time, so that a run parses only the modules that changed
 since the last (a second instead of none).
@@ -28,6 +29,7 @@ import os
 from pathlib import Path
 
 from ..core.stages import entry_name_matches
+from .import_graph import import_statements
 
 PACKAGE = "workflow_scripts"
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -143,21 +145,11 @@ def _registered(node: ast.stmt) -> list[str]:
 
 
 def _imports(module: str, nodes: list[ast.AST]) -> set[str]:
-    """The modules of this package that ``nodes`` (of ``module``) import, with the packages above each."""
-    package = module if _path(module).name == "__init__.py" else module.rpartition(".")[0]
+    """The modules of this package that ``nodes`` (of ``module``) import, with the packages above each (importing
+    ``a.b.c`` runs ``a`` and ``a.b`` first)."""
     found: set[str] = set()
-    for node in (n for top in nodes for n in ast.walk(top)):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
-            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
-        else:
-            continue
-        for name in names:
+    for base, names in import_statements(module, _path(module).name == "__init__.py", nodes):
+        for name in (base, *(f"{base}.{name}" for name in names)):
             if name.split(".")[0] == PACKAGE:
                 parts = name.split(".")
                 found.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
