@@ -242,7 +242,7 @@ def test_the_import_scan_sees_every_way_of_importing_a_test_module(tmp_path):
                    "def f():\n    import surface.test_statistics\n    from support import test_helpers\n"
                    "from . import test_other\n")
     good = tmp_path / "test_good.py"
-    good.write_text("from support.dumps import write_ordered_dump\nfrom scipy.stats import ttest_rel\n"
+    good.write_text("from support.dumps import write_dump\nfrom scipy.stats import ttest_rel\n"
                     "from workflow_scripts.core import stats\nimport pytest\n")
     found = imports_of_test_modules([bad, good], {"support", "surface"}, tmp_path)
     assert sorted(entry.split(":", 1)[1] for entry in found) == [

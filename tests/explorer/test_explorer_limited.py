@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from support.dumps import write_sharded_dump, write_token_table
+from support.dumps import write_dump, write_token_table
 from workflow_scripts.core.errors import AtlasError
 from workflow_scripts.core.io import write_table
 from workflow_scripts.explorer.example_maps import example_maps
@@ -27,7 +27,7 @@ def _inputs(tmp_path, limit: int | None):
     dumps = []
     for checkpoint in ("pretrained", "cola.seed1.final"):
         maps = {i: rng.dirichlet(np.ones(len(t)), size=(2, 2, len(t))).astype(np.float32) for i, t in tokens.items()}
-        write_sharded_dump(tmp_path / checkpoint, maps)
+        write_dump(tmp_path / checkpoint, maps)
         dumps.append((checkpoint, checkpoint, tmp_path / checkpoint))
     return dumps, path
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from support.dumps import write_ordered_dump, write_token_roles
+from support.dumps import write_dump, write_token_roles
 from support.maps import block_map, previous_token_map, roles, simple_words, vertical_map
 from support.tiny_models import placeholder_checkpoint
 from workflow_scripts.core.errors import AtlasError
@@ -39,8 +39,8 @@ def test_cosine_per_head():
 def test_change_pairs_examples_stored_in_different_orders(tmp_path):
     special, segment = roles(4, 4)
     ids = [4, 1, 7, 2, 9]
-    pre = write_ordered_dump(tmp_path / "pre", {i: maps_of(special, segment, False) for i in ids}, order=ids)
-    tuned = write_ordered_dump(tmp_path / "ft", {i: maps_of(special, segment, i != 7) for i in ids}, order=ids[::-1])
+    pre = write_dump(tmp_path / "pre", {i: maps_of(special, segment, False) for i in ids}, order=ids)
+    tuned = write_dump(tmp_path / "ft", {i: maps_of(special, segment, i != 7) for i in ids}, order=ids[::-1])
     assert sorted(i for i, *_ in paired_examples(pre.parent, tuned.parent)) == sorted(ids)
     tokens = write_token_roles(tmp_path / "tokens.parquet", {i: (special, segment, simple_words(special)) for i in ids})
     manifest = placeholder_checkpoint(tmp_path / "ckpt", "rte.seed3.step5", global_step=5)
@@ -63,8 +63,8 @@ def test_change_pairs_examples_stored_in_different_orders(tmp_path):
 def test_dumps_from_different_inputs_are_an_error(tmp_path):
     special, segment = roles(4, 4)
     short_special, short_segment = roles(3, 4)
-    pre = write_ordered_dump(tmp_path / "pre", {1: maps_of(special, segment, False)}, shards=1)
-    tuned = write_ordered_dump(tmp_path / "ft", {1: maps_of(short_special, short_segment, False)}, shards=1)
+    pre = write_dump(tmp_path / "pre", {1: maps_of(special, segment, False)}, n_shards=1)
+    tuned = write_dump(tmp_path / "ft", {1: maps_of(short_special, short_segment, False)}, n_shards=1)
     tokens = write_token_roles(tmp_path / "tokens.parquet", {1: (special, segment, simple_words(special))})
     with pytest.raises(AtlasError, match="rerun snakemake"):
         finetune_change(pre.parent, tuned.parent, tokens, tmp_path / "c.csv", model="tiny", task="rte",

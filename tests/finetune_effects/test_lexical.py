@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from support.dumps import write_ordered_dump, write_token_roles
+from support.dumps import write_dump, write_token_roles
 from support.tiny_models import placeholder_checkpoint
 from workflow_scripts.core.errors import AtlasError as ConfigError
 from workflow_scripts.finetune_effects.lexical import (
@@ -47,7 +47,7 @@ def onto(token: int, cls_share: float = 0.5) -> np.ndarray:
 def write_study(tmp_path, name: str, head_maps: np.ndarray, ids=range(5), upos=UPOS):
     """A dump where every example has the same (layers, heads, T, T) maps, plus its token table and annotation."""
     folder = tmp_path / name
-    manifest = write_ordered_dump(folder / "dump", {i: head_maps for i in ids})
+    manifest = write_dump(folder / "dump", {i: head_maps for i in ids})
     tokens = write_token_roles(folder / "tokens.parquet", {i: (SPECIAL, SEGMENT, TOKEN_WORD) for i in ids})
     annotation = folder / "annotation.parquet"
     pq.write_table(pa.table({"example_id": pa.array(list(ids), pa.int64()),

@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from support.dumps import write_ordered_dump, write_token_roles
+from support.dumps import write_dump, write_token_roles
 from support.maps import block_map, previous_token_map, roles, simple_words, vertical_map
 from workflow_scripts.core.errors import AtlasError
 from workflow_scripts.core.io import write_table
@@ -28,7 +28,7 @@ def _dumps(tmp_path, limit: int | None) -> dict:
         n = len(special)
         maps[example_id] = np.stack([vertical_map(special), previous_token_map(n), block_map(special, segment)])[None]
         token_rows[example_id] = (special, segment, simple_words(special))
-    manifest = write_ordered_dump(tmp_path / "dump", maps)
+    manifest = write_dump(tmp_path / "dump", maps)
     tokens = write_token_roles(tmp_path / "tokens.parquet", token_rows)
     # As the token_table rule writes it: the limit in the table's metadata.
     write_table(pq.read_table(tokens), tokens, {"max_examples": limit})

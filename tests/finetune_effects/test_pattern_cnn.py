@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from support.dumps import write_ordered_dump, write_token_roles
+from support.dumps import write_dump, write_token_roles
 from support.maps import block_map, previous_token_map, roles, simple_words, uniform_map, vertical_map
 from support.tiny_models import placeholder_checkpoint
 from workflow_scripts.core.errors import InputFormatError
@@ -133,7 +133,7 @@ def _tiny_study(tmp_path):
             maps[example_id] = np.stack(four).reshape(2, 2, n, n)
             token_rows[example_id] = (special, segment, simple_words(special))
         folder = tmp_path / checkpoint_name
-        manifest = write_ordered_dump(folder / "dump", maps)
+        manifest = write_dump(folder / "dump", maps)
         tokens = write_token_roles(folder / "tokens.parquet", token_rows)
         dumps[(checkpoint_name, "rte")] = (manifest.parent, tokens)
         features[(checkpoint_name, "rte")] = folder / "features.parquet"
@@ -204,7 +204,7 @@ def test_the_labelling_tool_writes_a_page_and_a_template(tmp_path):
     n = len(special)
     maps = {i: np.stack([vertical_map(special), previous_token_map(n), block_map(special, segment),
                          uniform_map(n)]).reshape(2, 2, n, n) for i in range(4)}
-    write_ordered_dump(tmp_path / "results/attention/m/pretrained/rte/dev", maps)
+    write_dump(tmp_path / "results/attention/m/pretrained/rte/dev", maps)
     (tmp_path / "results/tokens/m/rte").mkdir(parents=True)
     table = pq.read_table(write_token_roles(tmp_path / "plain.parquet",
                                        {i: (special, segment, simple_words(special)) for i in range(4)}))

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from support.dumps import write_ordered_dump, write_token_roles
+from support.dumps import write_dump, write_token_roles
 from support.maps import block_map, previous_token_map, roles, simple_words, uniform_map, vertical_map
 from support.tiny_models import placeholder_checkpoint
 from workflow_scripts.core.errors import AtlasError
@@ -94,7 +94,7 @@ def test_features_and_shares_of_a_dump_end_to_end(tmp_path):
     n = len(special)
     heads = np.stack([vertical_map(special), previous_token_map(n), block_map(special, segment), uniform_map(n)])
     maps = {i: heads.reshape(2, 2, n, n) for i in (5, 3, 9)}  # 2 layers x 2 heads
-    manifest = write_ordered_dump(tmp_path / "dump", maps)
+    manifest = write_dump(tmp_path / "dump", maps)
     tokens = write_token_roles(tmp_path / "tokens.parquet",
                           {i: (special, segment, simple_words(special)) for i in (5, 3, 9)})
     assert first_examples(tokens, 2) == [5, 3]
@@ -121,7 +121,7 @@ def test_features_and_shares_of_a_dump_end_to_end(tmp_path):
 def test_a_dump_that_lacks_examples_is_an_error_naming_it(tmp_path):
     special, segment = roles(4)
     n = len(special)
-    manifest = write_ordered_dump(tmp_path / "dump", {1: uniform_map(n)[None, None]}, shards=1)
+    manifest = write_dump(tmp_path / "dump", {1: uniform_map(n)[None, None]}, n_shards=1)
     tokens = write_token_roles(tmp_path / "tokens.parquet", {1: (special, segment, simple_words(special)),
                                                         2: (special, segment, simple_words(special))})
     with pytest.raises(AtlasError, match="holds 1 of the 2 examples"):

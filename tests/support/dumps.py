@@ -1,18 +1,15 @@
 """Hand-built files in the attention stage's formats: attention dumps, token tables, annotation tables.
 
-Three dump writers and three token-table writers, each written for the tests of one analysis and
-kept apart because those tests depend on their details (shard count, storage order, row groups, the
-columns written):
+One dump writer, :func:`write_dump` (shards as extract_attention names them, in a given storage order, with their
+manifest; every test that needs a dump of known maps writes it with this one), and three token-table writers, each
+written for the tests of one analysis:
 
-* :func:`write_sharded_dump` / :func:`write_token_table`: a dump split over ``n_shards`` as
-  extract_attention names them (one row per row group, token count in the manifest), and a complete
-  token table with the token strings (the surface statistics and the head clustering).
-* :func:`write_single_shard_dump` / :func:`write_word_index_tokens` / :func:`write_annotation`: a
-  one-shard dump of sorted example ids, a token table given by each token's word index, and a gold
-  annotation table (dependency, coreference and probes).
-* :func:`write_ordered_dump` / :func:`write_token_roles`: a dump whose examples are stored in a
-  given order, and a token table of the role columns only (special, segment, word index) (the
-  fine-tuning effects: patterns, pattern CNN, change, lexical categories).
+* :func:`write_token_table`: a complete token table with the token strings (the surface statistics and the head
+  clustering);
+* :func:`write_word_index_tokens` / :func:`write_annotation`: a token table given by each token's word index, and a
+  gold annotation table (dependency, coreference and probes);
+* :func:`write_token_roles`: a token table of the role columns only (special, segment, word index) (the fine-tuning
+  effects: patterns, pattern CNN, change, lexical categories).
 """
 
 from __future__ import annotations
@@ -29,13 +26,16 @@ from workflow_scripts.attention.extract import DUMP_SCHEMA
 from workflow_scripts.attention.shards import shard_names
 from workflow_scripts.attention.tokens import TOKEN_SCHEMA
 
-# --- the surface statistics' dumps ---------------------------------------------------------------
+# --- dumps -----------------------------------------------------------------------------------------
 
 
-def write_sharded_dump(directory: Path, maps: dict[int, np.ndarray], n_shards: int = 2) -> Path:
-    """A dump laid out like extract_attention's: float16 shards plus manifest.json (returned)."""
+def write_dump(directory: Path, maps: dict[int, np.ndarray], *, n_shards: int = 2,
+               order: list[int] | None = None) -> Path:
+    """A dump laid out like extract_attention's: the (layers, heads, T, T) maps as float16 shards, stored in
+    ``order`` (default: the dict's) and split evenly over ``n_shards``, one example to a row group, plus manifest.json
+    (returned)."""
     directory.mkdir(parents=True, exist_ok=True)
-    ids = list(maps)
+    ids = list(maps) if order is None else list(order)
     layers, heads = next(iter(maps.values())).shape[:2]
     bounds = np.linspace(0, len(ids), n_shards + 1).round().astype(int)
     shards = []
@@ -47,7 +47,7 @@ def write_sharded_dump(directory: Path, maps: dict[int, np.ndarray], n_shards: i
         pq.write_table(table, directory / name, row_group_size=1, write_page_checksum=True)
         shards.append({"file": name, "rows": len(chunk)})
     manifest = {"num_layers": int(layers), "num_heads": int(heads), "examples": len(ids),
-                "tokens": int(sum(m.shape[-1] for m in maps.values())), "shards": shards}
+                "tokens": int(sum(maps[i].shape[-1] for i in ids)), "shards": shards}
     (directory / "manifest.json").write_text(json.dumps(manifest))
     return directory / "manifest.json"
 
@@ -72,26 +72,7 @@ def write_token_table(path: Path, tokens: dict[int, list[str]], special: dict[in
     return path
 
 
-# --- the syntax analyses' dumps ------------------------------------------------------------------
-
-
-def write_single_shard_dump(directory: Path, examples: dict[int, np.ndarray], row_group_size: int = 2) -> Path:
-    """A dump (one shard + manifest) of token-level maps (layers, heads, T, T); returns ``directory``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    ids = sorted(examples)
-    layers, heads = examples[ids[0]].shape[:2]
-    table = pa.table({
-        "example_id": pa.array(ids, pa.int64()),
-        "n_tokens": pa.array([examples[i].shape[-1] for i in ids], pa.int32()),
-        "attention": pa.array([np.ascontiguousarray(examples[i], dtype="<f2").tobytes() for i in ids],
-                              pa.large_binary()),
-    })
-    name = "shard-0000-of-0001.parquet"
-    pq.write_table(table, directory / name, row_group_size=row_group_size, write_page_checksum=True)
-    manifest = {"num_layers": layers, "num_heads": heads, "examples": len(ids),
-                "shards": [{"file": name, "rows": len(ids)}]}
-    (directory / "manifest.json").write_text(json.dumps(manifest))
-    return directory
+# --- token and annotation tables --------------------------------------------------------------------
 
 
 def write_word_index_tokens(path: Path, examples: dict[int, list[int]]) -> Path:
@@ -129,32 +110,6 @@ def write_annotation(path: Path, sentences: dict[int, tuple[list[str], list[str]
         rows["char_end"].append(list(range(1, len(words) + 1)))
     pq.write_table(pa.Table.from_pydict(rows, schema=ANNOTATION_SCHEMA), path)
     return path
-
-
-# --- the fine-tuning effects' dumps --------------------------------------------------------------
-
-
-def write_ordered_dump(directory: Path, maps: dict[int, np.ndarray], order: list[int] | None = None,
-                       shards: int = 2) -> Path:
-    """A dump of hand-built (layers, heads, T, T) maps, in ``order`` (storage order), as extraction writes it."""
-    directory.mkdir(parents=True, exist_ok=True)
-    order = list(maps) if order is None else order
-    first = next(iter(maps.values()))
-    bounds = np.linspace(0, len(order), shards + 1).round().astype(int)
-    entries = []
-    for index in range(shards):
-        ids = order[bounds[index]:bounds[index + 1]]
-        name = f"shard-{index:04d}-of-{shards:04d}.parquet"
-        batch = pa.table({"example_id": pa.array(ids, pa.int64()),
-                          "n_tokens": pa.array([maps[i].shape[-1] for i in ids], pa.int32()),
-                          "attention": pa.array([maps[i].astype("<f2").tobytes() for i in ids], pa.large_binary())},
-                         schema=DUMP_SCHEMA)
-        pq.write_table(batch, directory / name, row_group_size=2, write_page_checksum=True)
-        entries.append({"file": name, "rows": len(ids)})
-    manifest = {"num_layers": first.shape[0], "num_heads": first.shape[1], "examples": len(order),
-                "shards": entries}
-    (directory / "manifest.json").write_text(json.dumps(manifest))
-    return directory / "manifest.json"
 
 
 def write_token_roles(path: Path, examples: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> Path:

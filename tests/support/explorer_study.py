@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from support.dumps import write_sharded_dump, write_token_table
+from support.dumps import write_dump, write_token_table
 
 CLASSES = ("Vertical", "Diagonal", "Vertical+Diagonal", "Block", "Heterogeneous")
 SURFACE_COLUMNS = ("prev", "self", "next", "cls", "sep", "period", "comma", "entropy", "cls_entropy")
@@ -131,6 +131,6 @@ def write_explorer_study(root: Path, *, model: str = "tiny", layers: int = 3, he
             weights = rng.random((layers, heads, len(strings), len(strings)))
             maps[example_id] = (weights / weights.sum(axis=-1, keepdims=True)).astype(np.float16)
         directory = root / "dumps" / checkpoint
-        write_sharded_dump(directory, maps)
+        write_dump(directory, maps)
         study.example_dumps.append((checkpoint, label, directory))
     return study

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy.spatial.distance import jensenshannon
 
-from support.dumps import write_sharded_dump, write_token_table
+from support.dumps import write_dump, write_token_table
 from support.maps import SPECIAL5, TOKENS5, column, shifted
 from workflow_scripts.surface.clustering import (
     behaviour_labels,
@@ -52,7 +52,7 @@ def test_all_pairs_at_once_equal_scipy_pair_by_pair_for_any_block_size():
 def test_divergences_average_over_the_tokens_of_the_streamed_dump(tmp_path):
     # 1 layer x 3 heads: previous, previous, next; examples of 5 and 3 tokens.
     maps = {i: np.stack([shifted(n, -1), shifted(n, -1), shifted(n, 1)])[None] for i, n in ((0, 5), (1, 3))}
-    manifest = write_sharded_dump(tmp_path / "dump", maps)
+    manifest = write_dump(tmp_path / "dump", maps)
     divergence, tokens, examples, shape = js_divergences(manifest.parent)
     assert (tokens, examples, shape) == (8, 2, (1, 3))
     assert divergence[0, 1] == pytest.approx(0, abs=1e-7)
@@ -95,7 +95,7 @@ def test_head_clusters_end_to_end(tmp_path):
     heads = np.stack([column(n, 0), column(n, 0), shifted(n, -1),
                       shifted(n, 1), np.full((n, n), 1 / n, np.float32), column(n, 4)]).reshape(2, 3, n, n)
     maps = {i: heads for i in range(4)}
-    manifest = write_sharded_dump(tmp_path / "dump", maps)
+    manifest = write_dump(tmp_path / "dump", maps)
     tokens = write_token_table(tmp_path / "tokens.parquet", {i: TOKENS5 for i in maps}, {i: SPECIAL5 for i in maps})
     surface_heads(manifest, tokens, tmp_path / "surface.csv", model="m", checkpoint="pretrained", corpus="w",
                   split="s", resamples=50, seed=0)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from support.dumps import write_sharded_dump
+from support.dumps import write_dump
 from support.maps import shifted
 from workflow_scripts.surface.distance import attention_distance, attention_distance_part, row_distances
 
@@ -40,7 +40,7 @@ def test_attention_distance_of_a_dump_pools_rows_of_every_example(tmp_path):
     maps = {}
     for example_id, n in ((3, 4), (1, 6)):
         maps[example_id] = np.stack([shifted(n, -1), first_token_map(n)])[None].astype(np.float16)
-    manifest = write_sharded_dump(tmp_path / "dump", maps)
+    manifest = write_dump(tmp_path / "dump", maps)
     frame = attention_distance(manifest.parent, resamples=50, seed=0)
     previous = frame[(frame.layer == 0) & (frame["head"] == 0)].iloc[0]
     first = frame[(frame.layer == 0) & (frame["head"] == 1)].iloc[0]
@@ -55,7 +55,7 @@ def test_attention_distance_of_a_dump_pools_rows_of_every_example(tmp_path):
 
 def test_the_part_names_its_model_checkpoint_and_corpus(tmp_path):
     maps = {0: np.stack([self_map(3)])[None].astype(np.float16)}
-    manifest = write_sharded_dump(tmp_path / "dump", maps, n_shards=1)
+    manifest = write_dump(tmp_path / "dump", maps, n_shards=1)
     out = tmp_path / "part.csv"
     attention_distance_part(manifest, out, model="m", checkpoint="pretrained", corpus="wiki", split="segments",
                             resamples=10, seed=0)

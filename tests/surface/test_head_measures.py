@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from support.dumps import write_sharded_dump, write_word_index_tokens
+from support.dumps import write_dump, write_word_index_tokens
 from support.tiny_dumps import tiny_dump
 from workflow_scripts.attention.reader import AttentionDump
 from workflow_scripts.core.errors import AtlasError
@@ -41,7 +41,7 @@ def test_a_measure_is_a_ratio_of_sums_over_every_token_of_every_example(tmp_path
         first = np.zeros((n, n), np.float32)
         first[:, 0] = 1
         maps[example_id] = np.stack([np.eye(n, dtype=np.float32), first])[None].astype(np.float16)
-    manifest = write_sharded_dump(tmp_path / "dump", maps)
+    manifest = write_dump(tmp_path / "dump", maps)
     tokens = write_word_index_tokens(tmp_path / "tokens.parquet", {5: [-1, 0, -1], 2: [-1, 0, 1, 2, -1]})
     frame = head_measure(SELF, manifest.parent, tokens, resamples=100, seed=0)
     assert list(frame["self_share"]) == pytest.approx([1.0, 2 / 8])  # head 1: only each first token's own row
@@ -59,7 +59,7 @@ def test_the_tokens_of_an_example_are_read_in_position_order(tmp_path):
 
 
 def test_a_token_table_that_does_not_match_the_dump_is_refused_by_example(tmp_path):
-    manifest = write_sharded_dump(tmp_path / "dump", {1: np.full((1, 1, 3, 3), 1 / 3, np.float16)}, n_shards=1)
+    manifest = write_dump(tmp_path / "dump", {1: np.full((1, 1, 3, 3), 1 / 3, np.float16)}, n_shards=1)
     tokens = write_word_index_tokens(tmp_path / "t.parquet", {1: [-1, 0, 1, -1]})
     with pytest.raises(AtlasError, match="example 1 has 3 tokens in the dump and 4 tokens in the token table"):
         head_measure(SELF, manifest.parent, tokens, resamples=10, seed=0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from support.dumps import write_sharded_dump, write_word_index_tokens
+from support.dumps import write_dump, write_word_index_tokens
 from workflow_scripts.surface.head_measures import head_measure
 from workflow_scripts.surface.measures import measure_named
 from workflow_scripts.surface.position_measures import first_token_sums, previous_token_sums
@@ -42,7 +42,7 @@ def test_the_measures_pool_queries_over_examples(tmp_path):
     half6[:, 0] = 0.5
     half6[np.arange(6), np.arange(6)] += 0.5
     maps = {0: sink3[None, None], 1: half6[None, None].astype(np.float16)}
-    manifest = write_sharded_dump(tmp_path / "dump", maps)
+    manifest = write_dump(tmp_path / "dump", maps)
     tokens = write_word_index_tokens(tmp_path / "t.parquet", {0: [0, 1, 2], 1: [0, 1, 2, 3, 4, 5]})
     frame = head_measure(measure_named("first_token"), manifest.parent, tokens, resamples=50, seed=0)
     assert frame["first_token"].iloc[0] == pytest.approx((2 * 1 + 5 * 0.5) / 7)

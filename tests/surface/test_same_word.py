@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from support.dumps import write_sharded_dump, write_word_index_tokens
+from support.dumps import write_dump, write_word_index_tokens
 from workflow_scripts.surface.head_measures import ExampleTokens, head_measure
 from workflow_scripts.surface.measures import measure_named
 from workflow_scripts.surface.same_word import same_word_sums
@@ -40,7 +40,7 @@ def test_a_head_that_attends_within_words_scores_one(tmp_path):
         within[i] = 0
         within[i, j] = 1
     maps = {7: within[None, None].astype(np.float16), 8: np.eye(n, dtype=np.float16)[None, None]}
-    manifest = write_sharded_dump(tmp_path / "dump", maps)
+    manifest = write_dump(tmp_path / "dump", maps)
     tokens = write_word_index_tokens(tmp_path / "tokens.parquet", {7: words, 8: words})
     frame = head_measure(measure_named("same_word"), manifest.parent, tokens, resamples=50, seed=0)
     assert frame["same_word"].iloc[0] == pytest.approx(0.5)  # example 7 scores 1 per piece, example 8 scores 0

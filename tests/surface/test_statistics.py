@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from support.dumps import write_sharded_dump, write_token_table
+from support.dumps import write_dump, write_token_table
 from support.maps import SPECIAL5, TOKENS5, column, shifted
 from workflow_scripts.core.errors import AtlasError
 from workflow_scripts.surface.figures import (
@@ -125,7 +125,7 @@ def test_averages_pool_all_tokens_of_all_examples(tmp_path):
             1: np.full((2, 3, 3, 3), 1 / 3, np.float32)}
     tokens = {0: TOKENS5, 1: ["<q>", "x", "</q>"]}
     special = {0: SPECIAL5, 1: [True, False, True]}
-    manifest = write_sharded_dump(tmp_path / "dump", maps)
+    manifest = write_dump(tmp_path / "dump", maps)
     token_path = write_token_table(tmp_path / "tokens.parquet", tokens, special)
     frame = surface_heads(manifest, token_path, tmp_path / "part.csv", model="m", checkpoint="pretrained",
                           corpus="wiki", split="segments", resamples=200, seed=1)
@@ -162,7 +162,7 @@ def test_storage_order_does_not_change_the_result():
 
 
 def test_a_token_table_out_of_step_with_the_dump_is_named(tmp_path):
-    manifest = write_sharded_dump(tmp_path / "dump", {0: known_maps(5)}, n_shards=1)
+    manifest = write_dump(tmp_path / "dump", {0: known_maps(5)}, n_shards=1)
     tokens = write_token_table(tmp_path / "tokens.parquet", {0: ["<q>", "a", "</q>"]}, {0: [True, False, True]})
     with pytest.raises(AtlasError, match="out of step"):
         surface_heads(manifest, tokens, tmp_path / "part.csv", model="m", checkpoint="c", corpus="w", split="s",
@@ -184,7 +184,7 @@ def test_read_token_roles(tmp_path):
 def test_parts_are_combined_and_figures_drawn(tmp_path):
     parts = []
     for checkpoint in ("random", "pretrained"):
-        manifest = write_sharded_dump(tmp_path / checkpoint, {0: known_maps(5), 1: known_maps(5)})
+        manifest = write_dump(tmp_path / checkpoint, {0: known_maps(5), 1: known_maps(5)})
         tokens = write_token_table(tmp_path / "tokens.parquet", {0: TOKENS5, 1: TOKENS5}, {0: SPECIAL5, 1: SPECIAL5})
         part = tmp_path / f"{checkpoint}.csv"
         surface_heads(manifest, tokens, part, model="m", checkpoint=checkpoint, corpus="w", split="s", resamples=50,

@@ -7,7 +7,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from support.dumps import write_annotation, write_single_shard_dump, write_word_index_tokens
+from support.dumps import write_annotation, write_dump, write_word_index_tokens
 from support.maps import token_maps
 from workflow_scripts.data.windows import (
     WINDOW_MENTION_SCHEMA,
@@ -61,7 +61,7 @@ def _maps() -> np.ndarray:
 
 def test_scores_and_tables(tmp_path):
     windows = {0: "d0", 1: "d1"}  # two documents, so that both halves hold a window
-    dump = write_single_shard_dump(tmp_path / "dump", {w: _maps() for w in windows})
+    dump = write_dump(tmp_path / "dump", {w: _maps() for w in windows}, n_shards=1).parent
     tokens = write_word_index_tokens(tmp_path / "tokens.parquet", {w: TOKEN_WORD for w in windows})
     annotation = write_annotation(tmp_path / "annotation.parquet",
                                   {w: (WORDS, UPOS, [-1] * len(WORDS), ["root"] * len(WORDS)) for w in windows})
@@ -97,7 +97,7 @@ def test_scores_and_tables(tmp_path):
 def test_a_mention_whose_head_lost_its_tokens_is_skipped(tmp_path):
     token_word = [-1, *range(len(WORDS) - 2), -1]  # the second "John" and "smiled" were cut off
     maps = np.full((1, 1, len(token_word), len(token_word)), 1 / len(token_word))
-    dump = write_single_shard_dump(tmp_path / "dump", {0: maps})
+    dump = write_dump(tmp_path / "dump", {0: maps}, n_shards=1).parent
     tokens = write_word_index_tokens(tmp_path / "tokens.parquet", {0: token_word})
     annotation = write_annotation(tmp_path / "annotation.parquet",
                                   {0: (WORDS, UPOS, [-1] * len(WORDS), ["root"] * len(WORDS))})

@@ -13,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from support.dumps import write_annotation, write_single_shard_dump, write_word_index_tokens
+from support.dumps import write_annotation, write_dump, write_word_index_tokens
 from support.maps import token_maps
 from workflow_scripts.core.errors import AtlasError
 from workflow_scripts.core.io import write_table
@@ -166,7 +166,7 @@ def test_words_without_tokens_are_skipped_and_counted():
 
 def _dependency_inputs(tmp_path: Path, n_sentences: int = 6):
     maps = sentence_maps()
-    dump = write_single_shard_dump(tmp_path / "dump", {i: maps for i in range(n_sentences)})
+    dump = write_dump(tmp_path / "dump", {i: maps for i in range(n_sentences)}, n_shards=1).parent
     tokens = write_word_index_tokens(tmp_path / "tokens.parquet", {i: TOKEN_WORD for i in range(n_sentences)})
     annotation = write_annotation(tmp_path / "annotation.parquet",
                                   {i: (WORDS, UPOS, HEADS, DEPRELS) for i in range(n_sentences)})
@@ -177,7 +177,7 @@ def test_a_dump_whose_maps_hold_nan_is_named_with_its_example(tmp_path):
     _, tokens, annotation = _dependency_inputs(tmp_path, n_sentences=3)
     maps = sentence_maps().astype(np.float16)
     maps[1, 0, 2, 4] = np.nan  # one value of example 1, between two words' tokens
-    nan_dump = write_single_shard_dump(tmp_path / "nan_dump", {0: sentence_maps(), 1: maps, 2: sentence_maps()})
+    nan_dump = write_dump(tmp_path / "nan_dump", {0: sentence_maps(), 1: maps, 2: sentence_maps()}, n_shards=1).parent
     with pytest.raises(AtlasError, match=r"nan_dump: example 1's maps hold NaN .* delete the dump and rerun"):
         score_dependency_heads(nan_dump, tokens, annotation, tmp_path / "scores.parquet", max_offset=2)
     assert not (tmp_path / "scores.parquet").exists()
@@ -221,7 +221,7 @@ def _two_treebanks(tmp_path: Path) -> dict[str, Path]:
     dump, tokens, annotation = _dependency_inputs(tmp_path)
     maps = sentence_maps()
     no_gold = np.array([[maps[0, 1], maps[1, 0]], [maps[1, 1], maps[0, 1]]])  # next, previous, last dep., next
-    no_gold_dump = write_single_shard_dump(tmp_path / "no_gold", {i: no_gold for i in range(6)})
+    no_gold_dump = write_dump(tmp_path / "no_gold", {i: no_gold for i in range(6)}, n_shards=1).parent
     unlabelled = write_annotation(tmp_path / "ptb.parquet", {i: (WORDS, UPOS, HEADS, ["_"] * 6) for i in range(6)})
     ewt, ewt_random, ptb = (tmp_path / f"{name}.parquet" for name in ("ewt", "ewt_random", "ptb_part"))
     for source, gold, part in ((dump, annotation, ewt), (no_gold_dump, annotation, ewt_random),

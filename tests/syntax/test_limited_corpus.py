@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from support.dumps import write_annotation, write_single_shard_dump, write_word_index_tokens
+from support.dumps import write_annotation, write_dump, write_word_index_tokens
 from support.maps import token_maps
 from workflow_scripts.core.errors import AtlasError
 from workflow_scripts.core.io import read_metadata
@@ -66,7 +66,7 @@ def limited(tmp_path) -> dict[str, Path]:
     """A dump and token table of the first HELD sentences, the annotation of all of them and of those only."""
     held = range(HELD)
     return {
-        "dump": write_single_shard_dump(tmp_path / "dump", {i: _maps(*SENTENCES[i][:2]) for i in held}),
+        "dump": write_dump(tmp_path / "dump", {i: _maps(*SENTENCES[i][:2]) for i in held}, n_shards=1).parent,
         "tokens": write_word_index_tokens(tmp_path / "tokens.parquet",
                                           {i: _token_word(len(SENTENCES[i][0])) for i in held}),
         "full": _annotation(tmp_path / "full.parquet", SENTENCES),
@@ -174,7 +174,7 @@ def _mentions(windows: list[int]) -> pd.DataFrame:
 def test_coreference_scores_of_a_limited_dump_are_those_of_its_windows(tmp_path):
     token_word = [-1, *range(len(WORDS)), -1]
     antecedent = token_maps(token_word, [{4: [0], 6: [2]}.get(w, []) for w in range(len(WORDS))])
-    dump = write_single_shard_dump(tmp_path / "dump", {w: np.array([[antecedent]]) for w in range(2)})
+    dump = write_dump(tmp_path / "dump", {w: np.array([[antecedent]]) for w in range(2)}, n_shards=1).parent
     tokens = write_word_index_tokens(tmp_path / "tokens.parquet", {w: token_word for w in range(2)})
     annotation = write_annotation(tmp_path / "annotation.parquet",
                                   {w: (WORDS, ["X"] * 7, [-1] * 7, ["root"] * 7) for w in range(4)})

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from support.dumps import write_annotation, write_single_shard_dump, write_word_index_tokens
+from support.dumps import write_annotation, write_dump, write_word_index_tokens
 from support.maps import token_maps
 from workflow_scripts.data.glove import vectors_table
 from workflow_scripts.probing import model as probes
@@ -138,7 +138,7 @@ def _gold_dump(tmp_path, token_word=TOKEN_WORD, n_sentences=8):
     gold[np.ix_(np.flatnonzero(token_word == HEADS.index(-1)), [0])] = 1.0  # the root attends to [CLS]
     uniform = np.full_like(gold, 1 / len(token_word))
     maps = np.array([[gold, uniform]])
-    dump = write_single_shard_dump(tmp_path / "dump", {i: maps for i in range(n_sentences)})
+    dump = write_dump(tmp_path / "dump", {i: maps for i in range(n_sentences)}, n_shards=1).parent
     tokens = write_word_index_tokens(tmp_path / "tokens.parquet", {i: list(token_word) for i in range(n_sentences)})
     annotation = write_annotation(tmp_path / "annotation.parquet",
                                   {i: (WORDS, UPOS, HEADS, ["dep"] * 6) for i in range(n_sentences)})
