@@ -259,15 +259,12 @@ def as_stanza_models(paths: dict) -> dict[str, str]:
     return {key: paths[name] for key, name in names.items() if paths.get(name)}
 
 
-def write_stanza_study(work: Path, model: Path, stanza: dict) -> Path:
-    """The tiny study's CoLA (tests/support/mirror.py) in ``work``, annotated by the tiny stanza models ``stanza``
-    (``train_tiny_stanza``'s), analysed with the pretrained checkpoint only (no fine-tuning, no treebank, no wiki:
-    the branch that annotation feeds); its config is ``work/stanza.yaml``."""
+def write_stanza_config(work: Path, stanza: dict) -> Path:
+    """``work/stanza.yaml``: the study's config (``work/tiny.yaml``, the tiny study of tests/support/mirror.py) with
+    its CoLA annotated by the tiny stanza models ``stanza`` (``train_tiny_stanza``'s), analysed with the pretrained
+    checkpoint only (no fine-tuning, no treebank, no wiki: the branch that annotation feeds); returns ``work``."""
     import yaml
 
-    from .mirror import write_tiny_study
-
-    write_tiny_study(work, model)
     config = yaml.safe_load((work / "tiny.yaml").read_text(encoding="utf-8"))
     config["study"].update(tasks=["cola"], treebanks=[], wiki=False, glove=False)
     config["annotation"] = {"annotator": "stanza", "stanza_dir": None, "stanza_models": as_stanza_models(stanza)}

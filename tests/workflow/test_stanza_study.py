@@ -21,8 +21,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.stanza]
 @pytest.fixture(scope="module")
 def study(stanza_study) -> Path:
     """The tiny study's CoLA, annotated by stanza, analysed with the pretrained checkpoint only (no fine-tuning,
-    no treebank, no wiki: the branch that annotation feeds): tests/support/stanza_models.py's
-    ``write_stanza_study``, built once per session from its start (``stanza_study`` of tests/conftest.py)."""
+    no treebank, no wiki: the branch that annotation feeds): a copy of the shared tiny study with
+    tests/support/stanza_models.py's ``write_stanza_config``, built once per session (``stanza_study`` of
+    tests/conftest.py)."""
     return stanza_study
 
 
