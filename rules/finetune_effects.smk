@@ -153,7 +153,8 @@ rule lexical_counts:
 
 # Every table of the stage that only stacks its jobs' parts (pattern classes, the pattern CNN's scores, the change
 # after fine-tuning), as its plan declares it (ANALYSES' stack_key, workflow_scripts/study/plans/finetune_effects.py):
-# the rows sorted by the declared key, the caption the analysis's own (report/finetune_effects_table.rst shows params.caption).
+# the rows sorted by the declared key, the caption the analysis's own (report/finetune_effects_table.rst shows
+# params.caption).
 rule finetune_effects_table:
     input:
         STUDY.finetune_effects.stacked_parts,
