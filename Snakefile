@@ -76,7 +76,7 @@ onstart:
     except AtlasError as error:
         raise WorkflowError(str(error)) from None
     if workflow.local_exec and DeploymentMethod.CONDA not in workflow.deployment_settings.deployment_method:
-        WARM_SERVER.append(warm_start.start(workflow.basedir, STUDY.offline))
+        WARM_SERVER.append(warm_start.start(workflow.basedir, STUDY.offline, warm_start.server_pays(workflow)))
 
 
 # A successful run of the whole study ends with where its explorer pages are and the command that

@@ -25,7 +25,7 @@ def test_a_sample_of_the_suite_passes_in_a_shell_that_exports_every_variable(tmp
     # All at once, one pytest run: a variable the suite depended on fails its test whatever else is set, and one
     # run costs a tenth of one per variable. The whole suite was run so too (docs/contributing.md).
     environment = {**os.environ, **HERMETIC_VARIABLES}
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *SAMPLE],
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", *SAMPLE],
                             cwd=REPO, capture_output=True, text=True, env=environment, timeout=900)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert f"{len(SAMPLE)} passed" in result.stdout, result.stdout[-2000:]

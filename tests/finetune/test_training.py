@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from support.entries import TASKS
+from support.tiny_models import save_tiny_model
 from workflow_scripts.core.errors import InputFormatError
 from workflow_scripts.finetune.tables import metrics_table
 from workflow_scripts.finetune.task_data import FinetuneError, epoch_batches, load_split, task_texts
@@ -30,20 +31,10 @@ SETTINGS = {"epochs": 8, "batch_size": 4, "learning_rate": 2e-3, "warmup_ratio":
 
 @pytest.fixture(scope="module")
 def pretrained(tmp_path_factory) -> Path:
-    """A tiny BERT (2 layers, hidden 32) with its own word-level vocabulary, as a pretrained checkpoint."""
-    import torch
-    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
-
+    """A tiny BERT (2 layers, hidden 32) with its masked-LM head and its own word-level vocabulary, as a pretrained
+    checkpoint."""
     root = tmp_path_factory.mktemp("tiny-bert")
-    vocab = root / "vocab.txt"
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[", "]", ":", ".", *WORDS]) + "\n")
-    tokenizer = BertTokenizerFast(vocab=str(vocab))  # transformers 5: "vocab", not "vocab_file"
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64)
-    torch.manual_seed(0)
-    weights = root / "model"
-    BertForMaskedLM(config).save_pretrained(weights)
-    tokenizer.save_pretrained(weights)
+    weights = save_tiny_model(root / "model", pieces=["[", "]", ":", ".", *WORDS], masked_lm=True)
     return write_manifest(root / "checkpoints" / "tiny" / "pretrained", model="tiny", name="pretrained",
                           load_from=str(weights))
 

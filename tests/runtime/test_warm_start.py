@@ -112,6 +112,30 @@ def test_with_no_server_or_another_python_the_job_runs_in_its_own_process(tmp_pa
     assert off.returncode == 0 and "own process" in off.stdout
 
 
+def test_a_run_of_few_jobs_starts_no_server_unless_two_of_them_would_import_torch(tmp_path, monkeypatch):
+    monkeypatch.delenv(warm_start.ENV, raising=False)
+    assert warm_start.start(REPO, offline=True, pays=False) is None
+    assert warm_start.ENV not in os.environ  # its jobs find no server: each runs in its own process
+
+    class Rule:
+        def __init__(self, env):
+            self.conda_env = env
+
+    class Job:
+        def __init__(self, env):
+            self.rule = Rule(env)
+
+    def workflow(*envs):
+        dag = type("Dag", (), {"needrun_jobs": lambda self: iter([Job(env) for env in envs])})()
+        return type("Workflow", (), {"dag": dag, "basedir": str(REPO)})()
+
+    tables, models = "../envs/data.yaml", "../envs/models.yaml"  # the second installs torch
+    assert not warm_start.server_pays(workflow(tables, tables, models))
+    assert warm_start.server_pays(workflow(tables, models, models))
+    assert warm_start.server_pays(workflow(*[tables] * warm_start.MIN_JOBS))
+    assert warm_start.server_pays(object())  # a Snakemake whose DAG says nothing: the server starts
+
+
 def test_jobs_sent_while_the_stages_hand_over_all_run(tmp_path, monkeypatch):
     # Three stages, each taking the socket over from the one before, while jobs keep arriving.
     folder = tmp_path / "server"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import yaml
 
 from support.mirror import write_tiny_study
 from support.resolved_config import resolve
@@ -36,8 +37,13 @@ def _model(folder: Path, architectures: list[str]) -> Path:
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
+    """The tiny study's config with a second signal (norm: the subject tiny@norm), whose dumps the plan sizes too."""
     work = tmp_path_factory.mktemp("plan")
-    return write_tiny_study(work, _model(work / "model", ["BertModel"]))
+    write_tiny_study(work, _model(work / "model", ["BertModel"]))
+    config = yaml.safe_load((work / "tiny.yaml").read_text())
+    config["attention"]["signals"] = ["attention", "norm"]
+    (work / "tiny.yaml").write_text(yaml.safe_dump(config))
+    return work
 
 
 def _rows(path: Path, example_ids: list[int], **metadata) -> None:

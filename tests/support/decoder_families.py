@@ -1,9 +1,10 @@
-"""The five-family study of tests/workflow/test_decoder_families.py, written here so that the session can start
-building it early (tests/support/background_builds.py): tiny GPT-NeoX (Pythia's family) and Llama (grouped-query
-attention) with random weights, OPT, a RoBERTa encoder, and a GPT-2 whose heads are set by hand
+"""The decoder and families study (``families_study`` of tests/conftest.py), read by
+tests/workflow/test_decoder_families.py and test_decoder_study.py: tiny GPT-NeoX (Pythia's family) and Llama
+(grouped-query attention) with random weights, OPT, a RoBERTa encoder, and a GPT-2 whose heads are set by hand
 (support/induction_gpt2.py: a previous-token head in layer 0, an induction head and a sink in layer 1), fine-tuned by
-LoRA, run to the tables that test reads (``TABLES``) and the atlas figure. Llama's token tables are made with
-prepend_bos false (rules/attention.smk's bos_ rules)."""
+LoRA, both signals (the suite's one study of the norm signal), run to the tables those tests read (``TABLES``) and
+the atlas figure (``TARGETS``). Llama's token tables are made with prepend_bos false (rules/attention.smk's bos_
+rules)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,17 @@ from .tiny_models import save_from_config
 # share each value head.
 FAMILIES = {"neox": ("gpt_neox", {}), "llama": ("llama", {"num_key_value_heads": 2}),
             "opt": ("opt", {"ffn_dim": 64, "word_embed_proj_dim": 32}), "encoder": ("roberta", {"type_vocab_size": 1})}
-TABLES = ("attention_dumps", "head_diagnostics", "sink_rates", "dependency_best", "finetune_metrics",
-          "head_disabling", "finetune_change", "pattern_classes", "lexical_change", "atlas")
+# first_token (a head measure) and sep_gradient: the surface stage on decoders (test_decoder_study.py);
+# role_agreement: each model's attention against its norm signal.
+TABLES = ("attention_dumps", "head_diagnostics", "sink_rates", "first_token", "sep_gradient", "dependency_best",
+          "finetune_metrics", "head_disabling", "finetune_change", "pattern_classes", "lexical_change", "atlas",
+          "role_agreement", "models")
+TARGETS = (*(f"results/tables/{name}.csv" for name in TABLES), "results/figures/report/atlas.png")
 
 
-def write_families_study(work: Path, tokenizer_dir: Path) -> tuple[Path, tuple[str, ...]]:
+def write_families_study(work: Path, tokenizer_dir: Path) -> Path:
     """The models (under ``work/models``, with the tokenizer in ``tokenizer_dir``: the tiny RoBERTa's), the tiny
-    mirror and ``work/tiny.yaml``; returns ``work`` and the targets of its run."""
+    mirror and ``work/tiny.yaml``; returns ``work``, whose run builds ``TARGETS``."""
     models = {name: save_from_config(work / "models" / name, model_type, tokenizer_dir, extra)
               for name, (model_type, extra) in FAMILIES.items()}
     models["gpt2"] = save_induction_gpt2(work / "models" / "induction-gpt2", tokenizer_dir, sink=True)
@@ -36,11 +41,12 @@ def write_families_study(work: Path, tokenizer_dir: Path) -> tuple[Path, tuple[s
     config["models"]["llama"]["prepend_bos"] = False
     config["study"]["models"] = list(models)
     config["attention"]["corpora"] = {"wiki": ["segments"], "ewt": ["train", "dev"]}
-    # EWT alone: GUM's coreference windows would add 70 of the study's 455 jobs, and no test of it reads them (the
-    # decoder study takes a decoder through coreference).
+    config["attention"]["signals"] = ["attention", "norm"]
+    # EWT alone: GUM's coreference windows would add 70 jobs, and no test of it reads them (unit tests take a causal
+    # map through coreference).
     config["study"]["treebanks"] = ["ewt"]
     config["finetune"].update(method="lora", lora_rank=2, lora_alpha=4, lora_learning_rate=1.0e-2)
     # the hand-set GPT-2 codes token ids below TOKEN_CODES only: the random-token inputs draw from those
     config["surface"]["diagnostics"].update(token_range=[5, TOKEN_CODES], sequences=8)
     (work / "tiny.yaml").write_text(yaml.safe_dump(config))
-    return work, (*(f"results/tables/{name}.csv" for name in TABLES), "results/figures/report/atlas.png")
+    return work

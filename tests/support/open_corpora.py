@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from support.conllu import mwt, tok, write_conllu
-from support.tiny_models import WORDS
+from support.tiny_models import WORDS, save_tiny_model
 
 # (form, upos, head, deprel[, Entity= value]); an optional multi-word token (first, last, surface), 1-based.
 Word = tuple
@@ -185,23 +185,9 @@ CJK = "我喜欢猫这只狗很大们吃米饭那本书好他看她小。"
 
 def save_open_bert(directory: Path, seed: int = 0) -> Path:
     """A randomly initialised tiny BERT whose uncased tokenizer keeps accents and knows the corpora's words."""
-    import torch
-    from transformers import BertConfig, BertModel, BertTokenizerFast
-
-    directory.mkdir(parents=True, exist_ok=True)
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(WORDS) | set(OPEN_WORDS)), *CJK, "'"]
-    tokens += list("abcdefghijklmnopqrstuvwxyzéèàüöäß") + ["##" + c for c in "abcdefghijklmnopqrstuvwxyzéü"]
-    vocab = directory / "vocab_source.txt"
-    vocab.write_text("\n".join(dict.fromkeys(tokens)) + "\n", encoding="utf-8")
-    torch.manual_seed(seed)
-    tokenizer = BertTokenizerFast(vocab=str(vocab), do_lower_case=True, strip_accents=False,
-                                  tokenize_chinese_chars=True)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64)
-    tokenizer.model_max_length = 64
-    BertModel(config).save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
+    pieces = [*sorted(set(WORDS) | set(OPEN_WORDS)), *CJK, "'", *"abcdefghijklmnopqrstuvwxyzéèàüöäß",
+              *("##" + c for c in "abcdefghijklmnopqrstuvwxyzéü")]
+    return save_tiny_model(directory, pieces=pieces, strip_accents=False, seed=seed)
 
 
 def write_open_study(work: Path, model: Path) -> Path:

@@ -3,6 +3,7 @@ config), and checkpoint manifests for them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 WORDS = ["the", "a", "an", "cat", "dog", "dogs", "sat", "on", "mat", "is", "was", "not", "do", "does", "did", "n't",
@@ -11,21 +12,29 @@ WORDS = ["the", "a", "an", "cat", "dog", "dogs", "sat", "on", "mat", "is", "was"
          "house", "sees", "saw", "walked", "walk", "go", "ing", "ed", "s"]
 
 
-def _bert_vocab(path: Path) -> Path:
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(WORDS))]
-    tokens += ["##" + suffix for suffix in ("s", "ed", "ing", "t", "n", "'", "e", "é")]
-    tokens += list("abcdefghijklmnopqrstuvwxyz") + ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"]
-    tokens += ["C", "D", "I", "T", "N", "Y", "é", "ï", "ü", "##ï", "##ü"]
-    path.write_text("\n".join(dict.fromkeys(tokens)) + "\n")
+def _bert_vocab(path: Path, pieces: Sequence[str] | None = None) -> Path:
+    """A BERT vocabulary file: the special tokens, then ``pieces`` (default: the tests' words, their suffixes and
+    the alphabet)."""
+    if pieces is None:
+        pieces = [*sorted(set(WORDS)), *("##" + suffix for suffix in ("s", "ed", "ing", "t", "n", "'", "e", "é")),
+                  *"abcdefghijklmnopqrstuvwxyz", *("##" + c for c in "abcdefghijklmnopqrstuvwxyz"),
+                  "C", "D", "I", "T", "N", "Y", "é", "ï", "ü", "##ï", "##ü"]
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *pieces]
+    path.write_text("\n".join(dict.fromkeys(tokens)) + "\n", encoding="utf-8")
     return path
 
 
 def save_tiny_model(directory: Path, *, kind: str = "bert", cased: bool = False, layers: int = 2,
-                    heads: int = 2, seed: int = 0) -> Path:
-    """Write a randomly initialised tiny encoder and its tokenizer to ``directory``."""
+                    heads: int = 2, seed: int = 0, pieces: Sequence[str] | None = None,
+                    strip_accents: bool | None = None, masked_lm: bool = False) -> Path:
+    """Write a randomly initialised tiny encoder and its tokenizer to ``directory``: the one builder of the tests'
+    BERTs and RoBERTas. A BERT's vocabulary is its special tokens and ``pieces`` (default: the tests' words, see
+    ``_bert_vocab``); it strips accents where it lowercases unless ``strip_accents`` says otherwise; ``masked_lm``:
+    with its masked-LM head (a pretrained checkpoint to fine-tune)."""
     import torch
     from transformers import (
         BertConfig,
+        BertForMaskedLM,
         BertModel,
         BertTokenizerFast,
         RobertaConfig,
@@ -36,11 +45,12 @@ def save_tiny_model(directory: Path, *, kind: str = "bert", cased: bool = False,
     directory.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
     if kind == "bert":
-        vocab = _bert_vocab(directory / "vocab_source.txt")
-        tokenizer = BertTokenizerFast(vocab=str(vocab), do_lower_case=not cased, strip_accents=not cased)
+        vocab = _bert_vocab(directory / "vocab_source.txt", pieces)
+        tokenizer = BertTokenizerFast(vocab=str(vocab), do_lower_case=not cased,
+                                      strip_accents=not cased if strip_accents is None else strip_accents)
         config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=layers,
                             num_attention_heads=heads, intermediate_size=64, max_position_embeddings=64)
-        model = BertModel(config)
+        model = (BertForMaskedLM if masked_lm else BertModel)(config)
     elif kind == "roberta":
         from tokenizers import ByteLevelBPETokenizer
 

@@ -4,9 +4,9 @@ hand (support/induction_gpt2.py: a previous-token head in layer 0, an induction 
 dumps (both signals), the head diagnostics, [C]'s dependency heads in the causal directions, fine-tuning with
 last-token pooling, the fine-tuning effects ([K]'s change and pattern classes, [L]'s lexical categories), per-head
 disabling, and the cross-model atlas, whose roles find the hand-set heads at the relative depth they were set. Run to
-those tables only (the whole tiny study is run on the GPT-2 of test_decoder_study.py). Llama's token tables are made
+those tables only (test_decoder_study.py reads the GPT-2's through more of the stages). Llama's token tables are made
 with prepend_bos false (rules/attention.smk's bos_ rules). The study is written by tests/support/decoder_families.py
-and built once per session, from its start (``families_study`` of tests/conftest.py)."""
+and built once per run of the suite (``families_study`` of tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def built(families_study):
-    """The five-family study's tables (tests/support/decoder_families.py: ``families_study`` of tests/conftest.py,
-    built in the background from the session's start)."""
+    """The five-family study's tables (tests/support/decoder_families.py: ``families_study`` of tests/conftest.py)."""
     return families_study / "results" / "tables"
 
 
@@ -106,3 +105,16 @@ def test_the_atlas_finds_the_hand_set_heads_at_their_depth(built):
         assert best["score"] > 0.8 and best["score"] > best["random_score"] + 0.5, role
     assert {"sink", "previous_token", "induction", "dependency", "causal_importance"} <= set(atlas["role"])
     assert (built.parent / "figures" / "report" / "atlas.png").stat().st_size > 10_000  # the cross-model figure
+
+
+def test_each_model_s_norm_signal_is_a_subject_of_its_own_paired_with_its_attention(built):
+    # The norm signal's subjects (MODEL@norm) have the per-head tables of the analyses of maps (the diagnostics and
+    # the disabled heads are the model's own: its forward pass, no signal); role agreement pairs each with
+    # its model's attention, and says in a note why the atlas (attention alone) has no rows to compare.
+    for table in ("first_token", "dependency_best", "pattern_classes", "finetune_change"):
+        models = set(pd.read_csv(built / f"{table}.csv")["model"])
+        assert {f"{m}@norm" for m in MODELS} <= models, table
+    agreement = pd.read_csv(built / "role_agreement.csv")
+    signal = agreement[agreement["relation"] == "attention_vs_signal"]
+    assert set(signal["second_model"]) == {f"{m}@norm" for m in MODELS}
+    assert signal["note"].str.contains("signal subjects").all()

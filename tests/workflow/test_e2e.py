@@ -64,14 +64,13 @@ def test_full_tiny_study_builds(built):
     assert set(dumps["checkpoint"]) == {"pretrained", "random"}
     assert set(dumps["corpus"] + "/" + dumps["split"]) == {"wiki/segments", "ewt/train", "ewt/dev", "gum/dev"}
     assert (dumps["bytes_per_value"] > 0).all()
-    # Every analysis ran on the norm signal too (subject tiny@norm), except the gradient of the weights.
-    assert set(dumps["model"] + ":" + dumps["signal"]) == {"tiny:attention", "tiny@norm:norm"}
-    for table in ("surface_heads", "dependency_best", "coref_best", "probes", "pattern_classes", "finetune_change"):
-        assert set(pd.read_csv(results / "tables" / f"{table}.csv")["model"]) == {"tiny", "tiny@norm"}, table
-    assert set(pd.read_csv(results / "tables" / "sep_gradient.csv")["model"]) == {"tiny"}
-    assert (results / "figures" / "summary" / "tiny@norm.png").stat().st_size > 0
-    compared = pd.read_csv(results / "tables" / "signal_comparison.csv")
-    assert set(compared["signal"]) == {"attention", "norm"} and (results / "figures/signals/tiny.png").exists()
+    # Every analysis ran on the model's attention weights (the tiny study's one signal; the norm signal is taken
+    # through the decoder and families study).
+    assert set(dumps["model"] + ":" + dumps["signal"]) == {"tiny:attention"}
+    for table in ("surface_heads", "sep_gradient", "dependency_best", "coref_best", "probes", "pattern_classes",
+                  "finetune_change"):
+        assert set(pd.read_csv(results / "tables" / f"{table}.csv")["model"]) == {"tiny"}, table
+    assert (results / "figures" / "summary" / "tiny.png").stat().st_size > 0
     # Causal head checks: each head of the fine-tuned CoLA model disabled alone, and the found heads.
     card = pd.read_csv(results / "tables" / "models.csv").iloc[0]
     disabling = pd.read_csv(results / "tables" / "head_disabling.csv")
@@ -99,8 +98,7 @@ def test_role_agreement_pairs_the_pretrained_and_fine_tuned_checkpoints_and_note
     assert list(agreement.columns[:16]) == ["relation", "role", "detail", "first_model", "first_checkpoint",
                                             "second_model", "second_checkpoint", "heads", "rho", "rho_low",
                                             "rho_high", "top_heads", "jaccard_top", "role_heads", "kept_share", "note"]
-    assert agreement["relation"].tolist()[0] == "pretrained_vs_finetuned"
-    assert set(agreement["relation"]) == {"pretrained_vs_finetuned", "attention_vs_signal"}
+    assert set(agreement["relation"]) == {"pretrained_vs_finetuned"}  # one signal: no attention_vs_signal pair
     finetuned = agreement[agreement["relation"] == "pretrained_vs_finetuned"]
     assert set(finetuned["second_checkpoint"]) == {"cola.seed42.final"}
     # The tiny model's maps all fall in [K]'s Heterogeneous class, so no pattern role exists on either checkpoint:
@@ -110,9 +108,6 @@ def test_role_agreement_pairs_the_pretrained_and_fine_tuned_checkpoints_and_note
     assert compared["role"].astype(str).str.startswith("pattern:").all() and (compared["detail"] == "cola").all()
     assert len(notes) == 1 and "only on the first: sink (natural)" in notes["note"].iloc[0]
     assert "only on the second: causal_importance" in notes["note"].iloc[0]
-    # the atlas has no signal rows: the pair is a note, never left out silently
-    signal = agreement[agreement["relation"] == "attention_vs_signal"]
-    assert signal["second_model"].tolist() == ["tiny@norm"] and "signal subjects" in signal["note"].iloc[0]
     assert (built / "results" / "figures" / "report" / "role_agreement.png").stat().st_size > 0
 
 
@@ -183,7 +178,7 @@ def test_adding_a_task_adds_exactly_that_tasks_branch(built, tmp_path):
     assert "results/data/rte/train.parquet" in outputs and "results/data/rte/dev.parquet" in outputs
     assert any("rte.seed" in o for o in outputs), "the new task must be fine-tuned"
     # The pattern classifier is trained on maps of every task, so it is study-wide too (one per signal).
-    pooled = ("results/analysis/finetune_effects/tiny/pattern_", "results/analysis/finetune_effects/tiny@norm/pattern_")
+    pooled = ("results/analysis/finetune_effects/tiny/pattern_",)
     # The explorer's page reads every per-head table (the new task's change and pattern classes among them), and the
     # atlas page (_index.html) the atlas and role agreement, which gain the task's checkpoints; the found heads are
     # ablated in every fine-tuned task.

@@ -15,9 +15,8 @@ import yaml
 
 from support.hub_server import HubRepo, folder_files, serve_hub
 from support.induction_gpt2 import save_induction_gpt2
-from support.mirror import write_tiny_study
 from support.tiny_models import save_random_like
-from support.workflow_runs import snakemake
+from support.workflow_runs import config_of, copy_study, snakemake
 
 pytestmark = pytest.mark.e2e
 HUB_ID = "atlas-test/tiny-gpt2"
@@ -25,19 +24,21 @@ TARGETS = ["results/tables/head_development.csv", "results/figures/development/t
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory, tiny_roberta):
+def built(tmp_path_factory, tiny_roberta, families_study):
+    """A copy of the decoder and families study (its data tables reused) whose one model is the hub's GPT-2 at its two
+    revisions, run to the head development."""
     trained = save_induction_gpt2(tmp_path_factory.mktemp("step100"), tiny_roberta)
     untrained = save_random_like(tmp_path_factory.mktemp("step0"), trained)
     repo = HubRepo(HUB_ID)
     repo.commit(folder_files(untrained), branch="step0")
     repo.commit(folder_files(trained), branch="step100")
-    work = write_tiny_study(tmp_path_factory.mktemp("revision-study"), trained)
-    config = yaml.safe_load((work / "tiny.yaml").read_text())
+    work = copy_study(families_study, tmp_path_factory.mktemp("revision-study") / "study")
+    config = config_of(work)
     config["offline"] = False  # the data from the mirror, the model from the hub
     config["models"] = {"tiny": {"hub": HUB_ID, "revisions": ["step0", "step100"], "max_length": 32}}
+    config["study"]["models"] = ["tiny"]
     config["attention"]["signals"] = ["attention"]
-    # the induction model codes token ids below 48 only
-    config["surface"]["diagnostics"].update(token_range=[5, 48], sequences=8)
+    # surface.diagnostics draws token ids below the induction model's TOKEN_CODES already (the copied study's)
     (work / "tiny.yaml").write_text(yaml.safe_dump(config))
     env = {k: v for k, v in os.environ.items() if not k.endswith("_OFFLINE")}
     with serve_hub([repo]) as hub:

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ENV = "ATLAS_WARM_START"
 PREFIX = "atlas-warm-"  # the servers' folders in the temporary directory
@@ -37,6 +38,10 @@ PREFIX = "atlas-warm-"  # the servers' folders in the temporary directory
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                     "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 _HEADER = struct.Struct("!I")
+# The server's imports cost about 7 s of CPU (2-core machine), as much as a few jobs' own: a run of fewer jobs (a
+# repaired table, a changed threshold) starts them cold, each importing what it needs, and leaves the cores to them,
+# unless two or more of them would import torch (server_pays).
+MIN_JOBS = 8
 in_copy = False  # True in a forked copy of the server: its entry.py runs the job itself
 
 
@@ -80,11 +85,31 @@ def run_warm(script: str, title: str = "") -> None:
 
 # --- the main Snakemake process's side --------------------------------------------------------------------------
 
-def start(repo: str | os.PathLike[str], offline: bool) -> subprocess.Popen | None:
+def server_pays(workflow: Any) -> bool:
+    """Whether this run's jobs are worth the server's imports (its DAG, built before ``onstart``): ``MIN_JOBS`` or
+    more, or two or more whose rule's environment holds torch, each of which would import it (seconds apiece). True
+    where Snakemake's DAG cannot tell."""
+    try:
+        rules = [job.rule for job in workflow.dag.needrun_jobs()]
+    except (AttributeError, TypeError):  # another Snakemake's internals
+        return True
+    envs = Path(workflow.basedir) / "envs"
+    return len(rules) >= MIN_JOBS or sum(_holds_torch(envs, rule.conda_env) for rule in rules) >= 2
+
+
+def _holds_torch(envs: Path, conda_env: Any) -> bool:
+    """Whether a rule's environment (``conda:``, one of envs/*.yaml) installs torch."""
+    try:
+        return "torch" in (envs / Path(str(conda_env)).name).read_text(encoding="utf-8")
+    except (OSError, TypeError):
+        return False
+
+
+def start(repo: str | os.PathLike[str], offline: bool, pays: bool = True) -> subprocess.Popen | None:
     """Start the warm server of this run (the Snakefile's ``onstart``: local runs only) and name its socket in
     ``ATLAS_WARM_START`` for the jobs to come; :func:`stop` ends it, at the latest when this process exits. None
-    where it is turned off or cannot run (not Linux)."""
-    if os.environ.get(ENV) == "off" or not sys.platform.startswith("linux"):
+    where it is turned off or cannot run (not Linux), or would not pay (``pays``: :func:`server_pays`)."""
+    if os.environ.get(ENV) == "off" or not sys.platform.startswith("linux") or not pays:
         return None
     base = tempfile.gettempdir() if len(tempfile.gettempdir()) < 60 else "/tmp"  # a socket's path: 107 bytes at most
     _sweep(Path(base))
