@@ -19,9 +19,11 @@ contributing.md says what keeps a warm job the same as a cold one.
 from __future__ import annotations
 
 import atexit
+import functools
 import getpass
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -94,15 +96,21 @@ def server_pays(workflow: Any) -> bool:
     except (AttributeError, TypeError):  # another Snakemake's internals
         return True
     envs = Path(workflow.basedir) / "envs"
-    return len(rules) >= MIN_JOBS or sum(_holds_torch(envs, rule.conda_env) for rule in rules) >= 2
+    return len(rules) >= MIN_JOBS or sum(_holds_torch(envs / Path(str(rule.conda_env)).name) for rule in rules) >= 2
 
 
-def _holds_torch(envs: Path, conda_env: Any) -> bool:
-    """Whether a rule's environment (``conda:``, one of envs/*.yaml) installs torch."""
+@functools.cache
+def _holds_torch(env_file: Path) -> bool:
+    """Whether a rule's environment (``conda:``, one of envs/*.yaml) installs torch: one of its dependencies (conda's
+    or pip's) is the package torch, whatever its comments say."""
+    import yaml
+
     try:
-        return "torch" in (envs / Path(str(conda_env)).name).read_text(encoding="utf-8")
-    except (OSError, TypeError):
+        dependencies = yaml.safe_load(env_file.read_text(encoding="utf-8")).get("dependencies") or []
+    except (OSError, AttributeError, yaml.YAMLError):
         return False
+    names = [entry for item in dependencies for entry in (item.get("pip", []) if isinstance(item, dict) else [item])]
+    return any(re.match(r"(py)?torch([=<>!~ \[]|$)", str(name)) for name in names)
 
 
 def start(repo: str | os.PathLike[str], offline: bool, pays: bool = True) -> subprocess.Popen | None:
