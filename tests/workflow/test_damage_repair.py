@@ -4,7 +4,13 @@ For each kind of damage: what reads the file refuses it (naming it), one plain `
 study's tables equal those of the undamaged run. A small study (the tiny one with EWT's dev dumps alone, attention
 only, no fine-tuning: the syntax analyses, which need the train split too, drop out) keeps each repair to a few jobs:
 the damaged file, what makes it, and the tables and pages that list the dumps. The readers' refusals are tested on
-the files themselves. Each test damages a copy of its own.
+the files themselves.
+
+Damages that no two of them touch one file are done together, to one copy of the small study that one run repairs
+(a run costs seconds whatever it repairs): the shards' (``shards_damaged``) and those whose repair extracts every
+dump again (``rebuilt_damaged``). Each test reads what was said of its own damage: the reader's refusal, taken just
+after that damage was done, the dry run's and the repairing run's lines naming its file. An edited manifest is
+repaired alone, since its repair must extract nothing, and the copied results folder is a study of its own.
 """
 
 from __future__ import annotations
@@ -12,7 +18,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +28,7 @@ import pytest
 import yaml
 
 from support.paths import REPO
-from support.workflow_runs import config_of, copy_study, snakemake
+from support.workflow_runs import config_of, console, copy_study, snakemake
 from workflow_scripts.attention.reader import AttentionDump, CorruptShardError
 from workflow_scripts.models.checkpoints import CheckpointError, load_checkpoint
 
@@ -34,6 +42,19 @@ WALL_CLOCK = ("seconds", "train_seconds")  # the only columns a rebuild may chan
 DUMP = Path("results/attention/tiny/pretrained/ewt/dev")
 RANDOM_DUMP = Path("results/attention/tiny/random/ewt/dev")
 RANDOM = Path("results/checkpoints/tiny/random")
+PRETRAINED = Path("results/checkpoints/tiny/pretrained")
+TOKENS = Path("results/tokens/tiny/ewt/dev.parquet")
+
+
+@dataclass(frozen=True)
+class Repaired:
+    """A copy of the small study after one plain run repaired the damages done to it: what refused each damage
+    before that run (``refused``: a reader's message, by damage), a dry run's console before it (on a copy) and the
+    run's console."""
+    work: Path
+    refused: dict[str, str]
+    dry_run: str
+    console: str
 
 
 @pytest.fixture(scope="module")
@@ -57,21 +78,68 @@ def small(small_study, tmp_path):
     return copy_study(small_study, tmp_path / "study")
 
 
-def _repaired(work: Path, *named: str) -> str:
-    """One plain run: it names the damage, rebuilds it, and leaves tables equal to the reference and nothing
+@pytest.fixture(scope="module")
+def shards_damaged(small_study, tmp_path_factory) -> Repaired:
+    """The pretrained dump's second shard truncated, its first replaced by the random-init dump's (time and all, as
+    ``cp -p`` copies), then the random-init dump's two shards swapped; repaired by one run."""
+    work = copy_study(small_study, tmp_path_factory.mktemp("shards") / "study")
+    _keep_time(work / DUMP / "shard-0001-of-0002.parquet", lambda p: p.write_bytes(p.read_bytes()[:300]))
+    refused = {"truncated": _refusal(lambda: _read_dump(work))}
+    foreign = work / DUMP / "shard-0000-of-0002.parquet"
+    shutil.copy2(work / RANDOM_DUMP / foreign.name, foreign)
+    first, second = (work / RANDOM_DUMP / f"shard-000{i}-of-0002.parquet" for i in (0, 1))
+    first.rename(work / "swap")
+    second.rename(first)
+    (work / "swap").rename(second)
+    refused["swapped"] = _refusal(lambda: _read_dump(work, RANDOM_DUMP))
+    return Repaired(work, refused, _dry_run_of_a_copy(work), _repaired(work))
+
+
+@pytest.fixture(scope="module")
+def rebuilt_damaged(small_study, tmp_path_factory, tiny_bert) -> Repaired:
+    """The token table of EWT's dev split cut short (its time kept), the pretrained dump's second shard deleted, the
+    random-init checkpoint's weights replaced by the pretrained ones (same architecture) and the pretrained
+    checkpoint's record edited to load another model; repaired by one run, which extracts both dumps again."""
+    work = copy_study(small_study, tmp_path_factory.mktemp("rebuilt") / "study")
+    _keep_time(work / TOKENS, lambda p: p.write_bytes(p.read_bytes()[:-16]))
+    (work / DUMP / "shard-0001-of-0002.parquet").unlink()
+    shutil.copy(tiny_bert / "model.safetensors", work / RANDOM / "weights" / "model.safetensors")
+    refused = {"weights": _refusal(lambda: load_checkpoint(work / RANDOM / "checkpoint.json", offline=True))}
+    record_path = work / PRETRAINED / "checkpoint.json"
+    record = json.loads(record_path.read_text())
+    record["load_from"] = str(work / "another-model")  # would load another model, if it were followed
+    record_path.write_text(json.dumps(record))
+    return Repaired(work, refused, _dry_run_of_a_copy(work), _repaired(work))
+
+
+def _repaired(work: Path) -> str:
+    """One plain run: it says what is damaged, rebuilds it, and leaves tables equal to the reference and nothing
     to do. Returns its console."""
     run = snakemake(work)
-    console = run.stdout + run.stderr
-    assert run.returncode == 0, console[-4000:]
-    assert "Damaged in results" in console, console[:3000]
-    for text in named:
-        assert text in console, console[:3000]
+    said = console(run)
+    assert run.returncode == 0, said[-4000:]
+    assert "Damaged in results" in said, said[:3000]
     verdicts = compare_tables.compare_folders(work / "reference", work / "results", ignore=WALL_CLOCK)
     assert not {n: v for n, v in verdicts.items() if v not in ("identical", "equal")}, verdicts
-    after = snakemake(work, "--dry-run")
-    assert "Nothing to be done" in after.stdout + after.stderr, (after.stdout + after.stderr)[-3000:]
+    after = console(snakemake(work, "--dry-run"))
+    assert "Nothing to be done" in after, after[-3000:]
     assert not list((work / "results").rglob(".*.damaged")), "a marker outlived the repair"
-    return console
+    return said
+
+
+def _dry_run_of_a_copy(work: Path) -> str:
+    """The console of a dry run on a copy of ``work``: a dry run withdraws what is damaged, and the repairing run
+    must find the damage itself."""
+    return console(snakemake(copy_study(work, work.parent / "dry-run"), "--dry-run"))
+
+
+def _refusal(read) -> str:
+    """What ``read`` raised, reading a damaged file; a failure where it read the file without complaint."""
+    try:
+        read()
+    except (CorruptShardError, CheckpointError) as error:
+        return str(error)
+    pytest.fail("a damaged file was read without complaint")
 
 
 def _keep_time(path: Path, change) -> None:
@@ -86,38 +154,35 @@ def _read_dump(work: Path, dump: Path = DUMP) -> None:
         pass
 
 
-def test_a_truncated_shard_is_refused_and_extracted_again(small):
-    shard = small / DUMP / "shard-0001-of-0002.parquet"
-    _keep_time(shard, lambda p: p.write_bytes(p.read_bytes()[:300]))
-    with pytest.raises(CorruptShardError, match=f"attention shard {shard} is corrupt.*run snakemake again"):
-        _read_dump(small)
-    console = _repaired(small, "shard-0001-of-0002.parquet: 300 bytes")
-    assert "extract_attention" in console
+def _names(text: str, damaged: Path, problem: str) -> bool:
+    """Whether ``text`` (a console) has the line naming the damaged file (its path under results/) and its problem."""
+    named = re.escape(str(damaged.relative_to("results"))) + r": .*" + re.escape(problem)
+    return re.search(named, text) is not None
 
 
-def test_swapped_shards_are_refused_and_extracted_again(small):
-    first, second = (small / DUMP / f"shard-000{i}-of-0002.parquet" for i in (0, 1))
-    first.rename(small / "swap")
-    second.rename(first)
-    (small / "swap").rename(second)
-    with pytest.raises(CorruptShardError, match="shard-0000-of-0002.parquet is corrupt"):
-        _read_dump(small)
-    _repaired(small, "shard-0000-of-0002.parquet")
+def test_a_truncated_shard_is_refused_and_extracted_again(shards_damaged):
+    shard = shards_damaged.work / DUMP / "shard-0001-of-0002.parquet"
+    assert re.search(f"attention shard {re.escape(str(shard))} is corrupt.*run snakemake again",
+                     shards_damaged.refused["truncated"])
+    assert _names(shards_damaged.console, DUMP / shard.name, "300 bytes")
+    assert "extract_attention" in shards_damaged.console
 
 
-def test_a_foreign_shard_is_found_by_the_plan_alone(small):
+def test_swapped_shards_are_refused_and_extracted_again(shards_damaged):
+    assert "shard-0000-of-0002.parquet is corrupt" in shards_damaged.refused["swapped"]
+    assert _names(shards_damaged.console, RANDOM_DUMP / "shard-0000-of-0002.parquet", "")
+    assert _names(shards_damaged.console, RANDOM_DUMP / "shard-0001-of-0002.parquet", "")
+
+
+def test_a_foreign_shard_is_found_by_the_plan_alone(shards_damaged):
     # Another dump's shard copied in, time and all (cp -p): the plan's digest finds it without any analysis.
-    shard = small / DUMP / "shard-0000-of-0002.parquet"
-    shutil.copy2(small / RANDOM_DUMP / shard.name, shard)
-    dry = snakemake(small, "--dry-run")
-    assert "shard-0000-of-0002.parquet: " in dry.stdout + dry.stderr
-    assert "extract_attention" in dry.stdout + dry.stderr
-    _repaired(small)
+    assert _names(shards_damaged.dry_run, DUMP / "shard-0000-of-0002.parquet", "")
+    assert "extract_attention" in shards_damaged.dry_run
+    assert _names(shards_damaged.console, DUMP / "shard-0000-of-0002.parquet", "")
 
 
-def test_a_deleted_shard_is_extracted_again(small):
-    (small / DUMP / "shard-0001-of-0002.parquet").unlink()
-    _repaired(small, "shard-0001-of-0002.parquet: the file is missing")
+def test_a_deleted_shard_is_extracted_again(rebuilt_damaged):
+    assert _names(rebuilt_damaged.console, DUMP / "shard-0001-of-0002.parquet", "the file is missing")
 
 
 def test_an_edited_manifest_is_refused_and_gathered_again(small):
@@ -127,33 +192,27 @@ def test_an_edited_manifest_is_refused_and_gathered_again(small):
     manifest.write_text(json.dumps(record))
     with pytest.raises(CorruptShardError, match="manifest.json: it was edited after the workflow wrote it"):
         _read_dump(small)
-    console = _repaired(small, "manifest.json: it was edited")
-    assert "extract_attention" not in console.split("Job stats")[1].split("total")[0]  # the shards were fine
+    said = _repaired(small)
+    assert _names(said, DUMP / "manifest.json", "it was edited")
+    assert "extract_attention" not in said.split("Job stats")[1].split("total")[0]  # the shards were fine
 
 
-def test_replaced_checkpoint_weights_are_refused_and_the_checkpoint_made_again(small, tiny_bert):
-    weights = small / RANDOM / "weights" / "model.safetensors"
-    shutil.copy(tiny_bert / "model.safetensors", weights)  # the pretrained weights, same architecture
-    with pytest.raises(CheckpointError, match="weights/model.safetensors: .* run snakemake again"):
-        load_checkpoint(small / RANDOM / "checkpoint.json", offline=True)
-    console = _repaired(small, "checkpoint.json: weights/model.safetensors")
-    assert "random_checkpoint" in console
+def test_replaced_checkpoint_weights_are_refused_and_the_checkpoint_made_again(rebuilt_damaged):
+    assert re.search("weights/model.safetensors: .* run snakemake again", rebuilt_damaged.refused["weights"])
+    assert _names(rebuilt_damaged.console, RANDOM / "checkpoint.json", "weights/model.safetensors")
+    assert "random_checkpoint" in rebuilt_damaged.console
 
 
-def test_an_edited_checkpoint_record_is_refused_and_the_checkpoint_made_again(small):
-    record_path = small / RANDOM / "checkpoint.json"
-    record = json.loads(record_path.read_text())
-    record["kind"] = "pretrained"  # would read a pickle, if it were followed
-    record_path.write_text(json.dumps(record))
-    dry = snakemake(small, "--dry-run")
-    assert "checkpoint.json: it was edited after the workflow wrote it" in dry.stdout + dry.stderr
-    _repaired(small, "random_checkpoint")
+def test_an_edited_checkpoint_record_is_refused_and_the_checkpoint_made_again(rebuilt_damaged):
+    edited = "it was edited after the workflow wrote it"
+    assert _names(rebuilt_damaged.dry_run, PRETRAINED / "checkpoint.json", edited)
+    assert _names(rebuilt_damaged.console, PRETRAINED / "checkpoint.json", edited)
+    assert "pretrained_checkpoint" in rebuilt_damaged.console
 
 
-def test_a_damaged_token_table_is_made_again(small):
-    table = small / "results" / "tokens" / "tiny" / "ewt" / "dev.parquet"
-    _keep_time(table, lambda p: p.write_bytes(p.read_bytes()[:-16]))
-    _repaired(small, "tokens/tiny/ewt/dev.parquet: token table: it has")
+def test_a_damaged_token_table_is_made_again(rebuilt_damaged):
+    assert _names(rebuilt_damaged.console, TOKENS, "token table: it has")
+    assert "token_table" in rebuilt_damaged.console
 
 
 def test_a_copied_results_folder_reads_only_its_own_files(small, tmp_path):

@@ -38,6 +38,9 @@ def built(tmp_path_factory, tiny_roberta, families_study):
     config["models"] = {"tiny": {"hub": HUB_ID, "revisions": ["step0", "step100"], "max_length": 32}}
     config["study"]["models"] = ["tiny"]
     config["attention"]["signals"] = ["attention"]
+    # The head development reads the pretrained checkpoint of each revision (step0 is the random-weights one): the
+    # random-init checkpoints' dumps would add 20 jobs that no table of these tests reads.
+    config["attention"]["checkpoints"] = ["pretrained"]
     # surface.diagnostics draws token ids below the induction model's TOKEN_CODES already (the copied study's)
     (work / "tiny.yaml").write_text(yaml.safe_dump(config))
     env = {k: v for k, v in os.environ.items() if not k.endswith("_OFFLINE")}
