@@ -6,10 +6,10 @@ only, no fine-tuning: the syntax analyses, which need the train split too, drop 
 the damaged file, what makes it, and the tables and pages that list the dumps. The readers' refusals are tested on
 the files themselves.
 
-Damages that no two of them touch one file are done together, to one copy of the small study that one run repairs
-(a run costs seconds whatever it repairs): the shards' (``shards_damaged``) and those whose repair extracts every
-dump again (``rebuilt_damaged``). Each test reads what was said of its own damage: the reader's refusal, taken just
-after that damage was done, the dry run's and the repairing run's lines naming its file. An edited manifest is
+Damages to different files are done together, to one copy of the small study that one run repairs (a run costs
+seconds whatever it repairs): the shards' (``shards_damaged``) and those whose repair extracts every dump again
+(``rebuilt_damaged``). Each test reads what was said of its own damage: the reader's refusal, taken just after that
+damage was done, and the lines of the dry run and of the repairing run that name its file. An edited manifest is
 repaired alone, since its repair must extract nothing, and the copied results folder is a study of its own.
 """
 
