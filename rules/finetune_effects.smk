@@ -79,6 +79,8 @@ rule pattern_cnn:
         pairs=lambda wc: [list(p) for p in STUDY.finetune_effects.pairs(wc.model)],
         cnn=FE["cnn"],
         thresholds=FE["thresholds"],
+        resamples=FE["bootstrap_resamples"],
+        bootstrap_seed=FE["bootstrap_seed"],
     script:
         "scripts/entry.py"
 

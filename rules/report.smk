@@ -175,9 +175,14 @@ rule atlas:
     input:
         **STUDY.report.atlas_inputs,
     output:
-        report(
+        atlas=report(
             STUDY.paths.table("atlas"),
             caption="../report/report_atlas.rst",
+            category=REPORT_CATEGORY,
+        ),
+        halves=report(
+            STUDY.paths.table("atlas_halves"),
+            caption="../report/report_atlas_halves.rst",
             category=REPORT_CATEGORY,
         ),
     log:
@@ -195,6 +200,7 @@ rule atlas:
         treebank=STUDY.syntax_treebank,
         select_split=STUDY.config["syntax"]["select_split"],
         score_split=STUDY.config["syntax"]["score_split"],
+        relations=STUDY.config["syntax"]["relations"],
     script:
         "scripts/entry.py"
 
@@ -222,15 +228,24 @@ rule atlas_figure:
 
 
 # Role agreement: for every pair of related subjects (pretrained vs fine-tuned, seeds of one task, revisions, attention
-# vs signals) and every role of the atlas, Spearman's rho of the heads' scores with a bootstrap interval over heads,
-# the overlap of the top heads and the share of role heads kept (workflow_scripts/report/role_agreement.py).
+# vs signals) and every role of the atlas, Spearman's rho of the heads' scores with a bootstrap interval over heads, read
+# against the first subject's split-half floor (tables/atlas_halves.csv) and the seed floor, with a verdict, the best
+# head's move, and the change per layer (workflow_scripts/report/role_agreement.py, role_change.py; docs/roles.md).
+# The checkpoint records of the pairs that may hold the same weights give their weights' digests.
 rule role_agreement:
     input:
         atlas=STUDY.paths.table("atlas"),
+        halves=STUDY.paths.table("atlas_halves"),
+        checkpoints=STUDY.report.weight_checkpoints(),
     output:
-        report(
+        agreement=report(
             STUDY.paths.table("role_agreement"),
             caption="../report/report_role_agreement.rst",
+            category=REPORT_CATEGORY,
+        ),
+        by_layer=report(
+            STUDY.paths.table("role_change_by_layer"),
+            caption="../report/report_role_change_by_layer.rst",
             category=REPORT_CATEGORY,
         ),
     log:
@@ -243,7 +258,9 @@ rule role_agreement:
         runtime=10,
     params:
         pairs=STUDY.report.role_agreement_pairs,
+        weight_subjects=STUDY.report.weight_subjects,
         thresholds={"sink": STUDY.config["surface"]["diagnostics"]["sink_threshold"]},
+        noisy_below=STUDY.config["roles"]["noisy_below"],
         resamples=STUDY.config["surface"]["bootstrap_resamples"],
         bootstrap_seed=STUDY.config["surface"]["bootstrap_seed"],
     script:
@@ -263,6 +280,28 @@ rule role_agreement_figure:
         pdf=STUDY.paths.figure("report", "role_agreement", "pdf"),
     log:
         STUDY.paths.log("report", "role_agreement_figure"),
+    conda:
+        "../envs/surface.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    script:
+        "scripts/entry.py"
+
+
+rule role_change_figure:
+    input:
+        table=STUDY.paths.table("role_change_by_layer"),
+    output:
+        png=report(
+            STUDY.paths.figure("report", "role_change_by_layer", "png"),
+            caption="../report/report_role_change_by_layer_figure.rst",
+            category=REPORT_CATEGORY,
+        ),
+        pdf=STUDY.paths.figure("report", "role_change_by_layer", "pdf"),
+    log:
+        STUDY.paths.log("report", "role_change_figure"),
     conda:
         "../envs/surface.yaml"
     threads: 1

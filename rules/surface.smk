@@ -252,7 +252,8 @@ rule head_diagnostics_part:
         checkpoint=lambda wc: STUDY.surface.dump(wc)["checkpoint"],
         tokens=lambda wc: STUDY.surface.dump(wc)["tokens"],
     output:
-        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "head_diagnostics.csv"),
+        diagnostics=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "head_diagnostics.csv"),
+        halves=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "head_diagnostics_halves.csv"),
     log:
         STUDY.paths.log("surface", "{model}_{checkpoint}_head_diagnostics"),
     conda:
@@ -274,7 +275,11 @@ rule head_diagnostics_part:
 
 rule head_diagnostics_table:
     input:
-        [STUDY.paths.analysis("surface", m, c, "head_diagnostics.csv") for m, c in STUDY.surface.diagnostic_pairs],
+        parts=[STUDY.paths.analysis("surface", m, c, "head_diagnostics.csv") for m, c in STUDY.surface.diagnostic_pairs],
+        halves=[
+            STUDY.paths.analysis("surface", m, c, "head_diagnostics_halves.csv")
+            for m, c in STUDY.surface.diagnostic_pairs
+        ],
     output:
         diagnostics=report(
             STUDY.paths.table("head_diagnostics"),
@@ -285,6 +290,12 @@ rule head_diagnostics_table:
         sink_rates=report(
             STUDY.paths.table("sink_rates"),
             caption="../report/surface_sink_rates.rst",
+            category="What does BERT look at?",
+            subcategory="Head diagnostics",
+        ),
+        halves=report(
+            STUDY.paths.table("head_diagnostics_halves"),
+            caption="../report/surface_head_diagnostics_halves.rst",
             category="What does BERT look at?",
             subcategory="Head diagnostics",
         ),

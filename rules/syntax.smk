@@ -82,8 +82,7 @@ rule dependency_tables:
     input:
         parts=[
             STUDY.paths.analysis("syntax", m, c, "dependency", f"{t}_{s}.parquet")
-            for m, c, t in STUDY.syntax.targets
-            for s in STUDY.syntax.splits
+            for m, c, t, s in STUDY.syntax.dependency_parts()
         ],
     output:
         heads=report(
@@ -96,6 +95,11 @@ rule dependency_tables:
             caption="../report/syntax_dependency_best.rst",
             category=SYNTAX_CATEGORY,
         ),
+        halves=report(
+            STUDY.paths.table("dependency_halves"),
+            caption="../report/syntax_dependency_halves.rst",
+            category=SYNTAX_CATEGORY,
+        ),
     log:
         STUDY.paths.log("syntax", "dependency_tables"),
     conda:
@@ -105,7 +109,7 @@ rule dependency_tables:
         mem_mb=4000,
         runtime=30,
     params:
-        part_keys=[(m, c, t, s) for m, c, t in STUDY.syntax.targets for s in STUDY.syntax.splits],
+        part_keys=STUDY.syntax.dependency_parts(),
         labelled={t: STUDY.corpora.treebanks[t].labelled for t in SYNTAX["treebanks"] if t in STUDY.corpora.treebanks},
         relations=SYNTAX["relations"],
         select_split=SYNTAX_SELECT,

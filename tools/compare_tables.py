@@ -7,6 +7,12 @@ columns, rows and text; floats within ``--rtol``; each folder's own path read as
 ``--ignore`` columns, e.g. wall-clock times, left out), or ``different`` (with the first column that differs).
 Tables only one folder has are listed. Exits 1 if any shared table is different. Used to show that a
 restructuring of the code leaves a study's outputs unchanged (docs/contributing.md).
+
+``--rows-of-a`` compares B's rows of the subjects A has only: where a table has ``model`` and ``checkpoint``
+columns (or ``first_``/``second_`` ones), B's rows of another (model, checkpoint), and where it has a ``role``
+column, of another role, are left out before comparing, so that a study that measures more checkpoints and roles
+(roles.finetuned, docs/roles.md) is compared with the study of before on the rows they share; the verdict says how
+many rows were left out.
 """
 
 from __future__ import annotations
@@ -46,7 +52,25 @@ def _read(folder: Path, name: str, ignore: tuple[str, ...]) -> pd.DataFrame:
     return frame
 
 
-def compare_folders(a: Path, b: Path, rtol: float = 1e-9, ignore: tuple[str, ...] = ()) -> dict[str, str]:
+SUBJECT_COLUMNS = (("model", "checkpoint"), ("first_model", "first_checkpoint"), ("second_model", "second_checkpoint"))
+
+
+def rows_of(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """B's rows whose every (model, checkpoint) A has (the columns of SUBJECT_COLUMNS both tables have), and how
+    many B had besides."""
+    keep = pd.Series(True, index=b.index)
+    shared = set(a.columns) & set(b.columns)
+    for model, checkpoint in SUBJECT_COLUMNS:
+        if {model, checkpoint} <= shared:
+            # the atlas: a subject's roles, each (model, checkpoint, role) A has
+            columns = [model, checkpoint, *(["role"] if "role" in shared else [])]
+            known = set(zip(*(a[c].astype(str) for c in columns)))
+            keep &= np.array([key in known for key in zip(*(b[c].astype(str) for c in columns))], dtype=bool)
+    return b[keep].reset_index(drop=True), int((~keep).sum())
+
+
+def compare_folders(a: Path, b: Path, rtol: float = 1e-9, ignore: tuple[str, ...] = (),
+                    rows_of_a: bool = False) -> dict[str, str]:
     """Table name -> 'identical', 'equal', 'different: ...', 'only in A' or 'only in B'."""
     for folder in (a, b):
         if not (folder / "tables").is_dir():
@@ -63,8 +87,12 @@ def compare_folders(a: Path, b: Path, rtol: float = 1e-9, ignore: tuple[str, ...
         elif (a / "tables" / name).read_bytes() == (b / "tables" / name).read_bytes():
             verdicts[name] = "identical"
         else:
-            problem = compare_frames(_read(a, name, ignore), _read(b, name, ignore), rtol=rtol)
-            verdicts[name] = "equal" if problem is None else f"different: {problem}"
+            frame_a, frame_b, added = _read(a, name, ignore), _read(b, name, ignore), 0
+            if rows_of_a:
+                frame_b, added = rows_of(frame_a, frame_b)
+            problem = compare_frames(frame_a, frame_b, rtol=rtol)
+            verdict = "equal" if problem is None else f"different: {problem}"
+            verdicts[name] = verdict + (f" ({added} rows of other subjects in B left out)" if added else "")
     return verdicts
 
 
@@ -74,14 +102,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("b", type=Path, help="another results folder")
     parser.add_argument("--rtol", type=float, default=1e-9, help="relative tolerance for floats (default 1e-9)")
     parser.add_argument("--ignore", default="", help="comma-separated columns to leave out (e.g. wall-clock times)")
+    parser.add_argument("--rows-of-a", action="store_true",
+                        help="compare only B's rows of the (model, checkpoint) subjects A has")
     args = parser.parse_args(argv)
     ignore = tuple(c for c in args.ignore.split(",") if c)
-    verdicts = compare_folders(args.a, args.b, args.rtol, ignore)
+    verdicts = compare_folders(args.a, args.b, args.rtol, ignore, rows_of_a=args.rows_of_a)
     width = max((len(n) for n in verdicts), default=0)
     for name, verdict in verdicts.items():
         print(f"{name:<{width}}  {verdict}")
     shared = [v for v in verdicts.values() if not v.startswith("only")]
-    print(f"{sum(v == 'identical' for v in shared)} identical, {sum(v == 'equal' for v in shared)} equal, "
+    print(f"{sum(v == 'identical' for v in shared)} identical, {sum(v.startswith('equal') for v in shared)} equal, "
           f"{sum(v.startswith('different') for v in shared)} different of {len(shared)} shared tables")
     return 1 if any(v.startswith("different") for v in shared) else 0
 

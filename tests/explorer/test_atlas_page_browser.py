@@ -224,7 +224,7 @@ def test_the_role_agreement_of_a_chosen_pair_marks_its_models(atlas):
         assert len(rows) == 7
         assert rows[0].text.startswith("rev-step1000 \u2192 rev-step2000 revision_next 144 0.900 [0.850, 0.950]")
         assert rows[5].text.endswith("0.333 (of 3)\nlost: 1-2 3-4")
-        assert rows[6].text.endswith("finetuned (every role) \u2013 \u2013 \u2013 \u2013\ndifferent shapes: left out")
+        assert rows[6].text.endswith("finetuned (every role)" + " \u2013" * 7 + "\ndifferent shapes: left out")
         rows[0].click()
         paired = driver.execute_script("return Array.from(document.querySelectorAll('#labels .model.paired'))"
                                        ".map(d => d.textContent)")

@@ -47,7 +47,8 @@ def test_every_model_is_listed_with_its_page_and_shape(tmp_path):
     policy = re.search(r'Content-Security-Policy" content="([^"]*)"', text).group(1)
     assert policy.startswith("default-src 'none'; script-src 'sha256-") and "unsafe" not in policy
     assert text.count("<script") == 2 and "src=" not in re.sub(r"<table>.*</table>", "", text, flags=re.S)
-    assert _page_data(text) == {"models": [], "rows": [], "roles": [], "has_atlas": False, "agreement": None}
+    assert _page_data(text) == {"models": [], "rows": [], "roles": [], "has_atlas": False, "checkpoints": [],
+                                "agreement": None}
     with pytest.raises(ValueError, match="2 models but 1 pages"):
         index_page(["a", "b"], ["a.html"], models, out)
 
@@ -100,7 +101,9 @@ def test_a_roles_other_checkpoints_are_its_own_and_the_atlas_says_how_many_heads
     assert [m["heads"] for m in data["models"]] == [2, 3, 2, 2, 4]
     sink = data["roles"][0]
     assert sink["checkpoints"] == ["pretrained", FINETUNED] and sink["merged"]
-    assert sink["measures"][0][1] == sink["measures"][0][0]  # the explorer shows the pretrained checkpoint's
+    # the fine-tuned checkpoint's measures are its own (page.checkpoint_measures: ID@CHECKPOINT)
+    assert sink["measures"][0][1] == [f"{measure}@{FINETUNED}" for measure in sink["measures"][0][0]]
+    assert data["checkpoints"] == ["pretrained", FINETUNED]
     tuned = [i for i, k in enumerate(sink["columns"]["checkpoint"]) if k == 1]
     assert len(tuned) == 6 and {sink["columns"]["model"][i] for i in tuned} == {1}  # enc: 2 x 3 heads
 
@@ -113,7 +116,11 @@ def test_the_role_agreement_rows_are_given_as_the_table_holds_them(tmp_path):
                        "first_checkpoint": "pretrained", "second_model": "rev-step1000",
                        "second_checkpoint": "pretrained", "heads": 4, "rho": 0.9, "rho_low": 0.85,
                        "rho_high": 0.95, "top_heads": 7, "jaccard_top": 0.5, "role_heads": 10, "kept_share": 0.8,
-                       "note": None, "role_rule": None, "lost_heads": None}
+                       "note": None, "role_rule": None, "lost_heads": None,
+                       # the columns a table of before lacks (the floors, the verdict, the best head): None
+                       **dict.fromkeys(("split_half_rho", "floor_rho", "floor_low", "floor_high", "seed_checkpoint",
+                                        "seed_rho", "seed_low", "seed_high", "verdict", "first_best", "second_best",
+                                        "best_kept", "best_change", "best_change_low", "best_change_high"))}
     assert sink[-1]["second_checkpoint"] == FINETUNED and sink[-1]["lost_heads"] == "0:1 2:3"
     noted = [row for row in data["agreement"] if row["role"] is None]  # a pair's note, for every role
     assert len(noted) == 1 and noted[0]["rho"] is None and noted[0]["note"] == "different shapes: left out"
@@ -144,6 +151,13 @@ def test_measures_of_roles_the_explorer_shows_and_of_those_it_does_not():
     assert role_measures("pattern:Vertical", "cola", None) == ["pattern.cola.pretrained"]
     assert role_measures("pattern:Vertical", "cola", None, "cola.seed1.final") == ["pattern.cola.cola.seed1.final"]
     assert role_measures("causal_importance", "cola mcc, zero", None) == []
+    # every head's accuracy opens the grid measures of the same quantity; a fine-tuned checkpoint's own measures
+    assert role_measures("dependency_accuracy", "nsubj", "ewt") == ["dependency.ewt.best"]
+    assert role_measures("dependency_accuracy", "all", "ewt", "cola.seed1.final") == [
+        "dependency.ewt.all@cola.seed1.final"]
+    assert role_measures("coreference_accuracy", "all mentions", None) == ["coreference.all"]
+    assert role_measures("induction", "random_repeated", None, "cola.seed1.final") == [
+        "measure.head_diagnostics.induction.random_repeated@cola.seed1.final"]
 
 
 def test_the_index_reads_the_atlas_and_role_agreement_where_the_study_plans_them():

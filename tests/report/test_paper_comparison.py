@@ -258,6 +258,25 @@ def test_a_relation_without_a_held_out_row_is_not_computed(study, context, tmp_p
     assert "same split (dev→dev, as [C]): 70.0" in pobj["study_detail"]
 
 
+def test_a_checkpoint_measured_for_its_roles_alone_is_left_out_of_the_paper_comparison(study, context, tmp_path):
+    """A fine-tuned checkpoint of roles.finetuned (dumped on the score split alone, docs/roles.md) has the dependency
+    best heads of dev -> dev only and its coreference rows: role agreement's, not the paper's."""
+    tables = dict(study)
+    for name in ("dependency_best", "coref_best"):
+        rows = pd.read_csv(study[name])
+        tuned = rows[rows["checkpoint"] == "pretrained"].assign(checkpoint="cola.seed42.final")
+        if name == "dependency_best":
+            tuned = tuned[tuned["select_split"] == "dev"]
+        pd.concat([rows, tuned]).to_csv(tmp_path / f"{name}.csv", index=False)
+        tables[name] = tmp_path / f"{name}.csv"
+    with_it = paper_comparison(PAPER_VALUES, tables, tmp_path / "a.csv", context=context)
+    assert "cola.seed42.final" in set(_rows(with_it, "det")["checkpoint"])  # (a not-computed row: no held-out one)
+    roles = replace(context, role_checkpoints=("cola.seed42.final",))
+    frame = paper_comparison(PAPER_VALUES, tables, tmp_path / "b.csv", context=roles)
+    before = paper_comparison(PAPER_VALUES, study, tmp_path / "c.csv", context=context)
+    assert "cola.seed42.final" not in set(frame["checkpoint"].astype(str)) and len(frame) == len(before)
+
+
 def test_select_and_score_on_one_split_is_labelled_as_such(study, context, tmp_path):
     context = replace(context, select_split="dev")
     frame = paper_comparison(PAPER_VALUES, study, tmp_path / "c.csv", context=context)

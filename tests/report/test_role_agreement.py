@@ -17,10 +17,13 @@ from workflow_scripts.report.role_agreement import (
     top_count,
 )
 from workflow_scripts.report.role_agreement_figure import draw_role_agreement
-from workflow_scripts.study.plans.report import role_agreement_pairs
+from workflow_scripts.study.plans.report import role_agreement_pairs, weight_subjects
 
 CONTRACT = ["relation", "role", "detail", "first_model", "first_checkpoint", "second_model", "second_checkpoint",
-            "heads", "rho", "rho_low", "rho_high", "top_heads", "jaccard_top", "role_heads", "kept_share", "note"]
+            "heads", "rho", "rho_low", "rho_high", "split_half_rho", "floor_rho", "floor_low", "floor_high",
+            "seed_checkpoint", "seed_rho", "seed_low", "seed_high", "verdict", "first_best", "second_best", "best_kept",
+            "best_change", "best_change_low", "best_change_high", "top_heads", "jaccard_top", "role_heads",
+            "kept_share", "note"]
 FINETUNED = "cola.seed1.final"
 
 
@@ -175,18 +178,27 @@ def test_the_plan_pairs_every_related_subject(monkeypatch):
 
     study = SimpleNamespace(
         models=["m", "p-step1", "p-step2", "p-step3"],
-        finetune=SimpleNamespace(runs=[("m", "cola", 1), ("m", "cola", 2), ("m", "sst2", 1)]),
+        finetune=SimpleNamespace(runs=[("m", "cola", 1), ("m", "cola", 2), ("m", "sst2", 1)],
+                                 role_checkpoints={("m", c): ("head_diagnostics",) for c in (
+                                     "cola.seed1.step5", "cola.seed1.final", "cola.seed2.step5", "cola.seed2.final")}),
         config={"attention": {"signals": ["attention", "norm"]}})
     monkeypatch.setattr("workflow_scripts.study.plans.report.revision_series", lambda config: {
         "p": [RevisionPoint(f"p-step{n}", f"step{n}", n) for n in (1, 2, 3)]})
     pairs = [(p["relation"], p["first_model"], p["first_checkpoint"], p["second_model"], p["second_checkpoint"])
              for p in role_agreement_pairs(study)]
-    assert pairs[:4] == [("pretrained_vs_finetuned", "m", "pretrained", "m", "cola.seed1.final"),
+    # every checkpoint of roles.finetuned (a step too) and every run's final one, each with its seed twin
+    assert pairs[:7] == [("pretrained_vs_finetuned", "m", "pretrained", "m", "cola.seed1.step5"),
+                         ("pretrained_vs_finetuned", "m", "pretrained", "m", "cola.seed1.final"),
+                         ("pretrained_vs_finetuned", "m", "pretrained", "m", "cola.seed2.step5"),
                          ("pretrained_vs_finetuned", "m", "pretrained", "m", "cola.seed2.final"),
                          ("pretrained_vs_finetuned", "m", "pretrained", "m", "sst2.seed1.final"),
+                         ("finetune_seeds", "m", "cola.seed1.step5", "m", "cola.seed2.step5"),
                          ("finetune_seeds", "m", "cola.seed1.final", "m", "cola.seed2.final")]
-    assert pairs[4:8] == [("revision_next", "p-step1", "pretrained", "p-step2", "pretrained"),
-                          ("revision_last", "p-step1", "pretrained", "p-step3", "pretrained"),
-                          ("revision_next", "p-step2", "pretrained", "p-step3", "pretrained"),
-                          ("revision_last", "p-step2", "pretrained", "p-step3", "pretrained")]
-    assert pairs[8] == ("attention_vs_signal", "m", "pretrained", "m@norm", "pretrained") and len(pairs) == 12
+    twins = [p.get("seed_checkpoint") for p in role_agreement_pairs(study)[:5]]
+    assert twins == ["cola.seed2.step5", "cola.seed2.final", "cola.seed1.step5", "cola.seed1.final", None]
+    assert pairs[7:11] == [("revision_next", "p-step1", "pretrained", "p-step2", "pretrained"),
+                           ("revision_last", "p-step1", "pretrained", "p-step3", "pretrained"),
+                           ("revision_next", "p-step2", "pretrained", "p-step3", "pretrained"),
+                           ("revision_last", "p-step2", "pretrained", "p-step3", "pretrained")]
+    assert pairs[11] == ("attention_vs_signal", "m", "pretrained", "m@norm", "pretrained") and len(pairs) == 15
+    assert weight_subjects(role_agreement_pairs(study))[:2] == [("m", "cola.seed1.step5"), ("m", "cola.seed2.step5")]

@@ -46,6 +46,11 @@ def test_the_message_lists_the_explorer_pages_that_exist(tmp_path):
     assert lines == ["Head explorer (open a page in a browser):",
                      f"  {results}/explorer/bert-base-cased.html", f"  {results}/explorer/bert-base-uncased.html",
                      "Report (every figure and table in one HTML file):", f"  {BASE}"]
+    # The atlas page, where the study has it: named after the models' pages.
+    (results / "explorer" / "_index.html").write_text("<html></html>")
+    lines = closing_message(results, ["snakemake", "--cores", "all"]).splitlines()
+    assert lines[3] == (f"  {results}/explorer/_index.html  (the atlas: every model's heads by role and checkpoint, "
+                        "and role agreement)") and lines[4].startswith("Report")
 
 
 def test_many_pages_are_named_by_their_folder_and_no_pages_by_nothing(tmp_path):

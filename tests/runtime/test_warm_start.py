@@ -206,8 +206,11 @@ def test_jobs_and_server_stages_are_named_in_ps_and_top(server, tmp_path):
             time.sleep(0.05)
         assert _names(client.pid)[0] == f"{title} (waiting for its warm copy, pid {copy})"
         stages = [int(p.read_text()) for p in Path(server).parent.glob("stage-*.pid")]
-        assert sorted(_names(pid) for pid in stages if not _zombie(pid)) == [
-            ("atlas warm server: csv", "warm csv"), ("atlas warm server: json", "warm json")][-len(stages):]
+        # Each stage is named; the last (csv) serves, the first (json) ends once it has handed the socket over (a
+        # zombie until reaped), so it may be gone.
+        alive = {_names(pid) for pid in stages if not _zombie(pid)}
+        assert ("atlas warm server: csv", "warm csv") in alive
+        assert alive <= {("atlas warm server: csv", "warm csv"), ("atlas warm server: json", "warm json")}
     finally:
         client.kill()
         client.wait()

@@ -34,14 +34,22 @@ def test_adding_rte_to_the_tasks_adds_exactly_its_runs_dumps_and_parts():
     assert set(TASKS["rte"].splits) >= {"train", "dev"}
     assert set(after.finetune.runs) - set(before.finetune.runs) == {(MODEL, "rte", seed) for seed in seeds}
     rte_final = {f"rte.seed{seed}.final" for seed in seeds}
-    # The dumps of attention.corpora do not change: rte's dev dumps are made for the effects stage's parts.
-    assert after.attention.dumps == before.attention.dumps
+    # The dumps of attention.corpora do not change (rte's dev dumps are made for the effects stage's parts); rte's
+    # final checkpoint adds the dumps its roles read (roles.finetuned): the surface corpus and EWT's score split.
+    added = set(after.attention.dumps) - set(before.attention.dumps)
+    assert added == {(MODEL, c, corpus, split) for c in rte_final for corpus, split in (("wiki", "segments"),
+                                                                                      ("ewt", "dev"))}
+    assert set(after.attention.role_dumps) - set(before.attention.role_dumps) == added
     expected_parts = {(MODEL, "pretrained", "rte"), *((MODEL, c, "rte") for c in rte_final)}
     if after.config["finetune_effects"]["trajectory"]:
         expected_parts |= {(MODEL, f"rte.seed{seed}.step{step}", "rte") for seed in seeds for step in steps}
     assert set(after.finetune_effects.targets) - set(before.finetune_effects.targets) == expected_parts
-    # Nothing else moves: the other stages plan the same work, and the final tables keep their names.
-    assert after.surface.pairs == before.surface.pairs and after.syntax.pairs == before.syntax.pairs
+    # Nothing else moves but rte's roles: the other stages plan the same work, and the final tables keep their names.
+    assert set(after.surface.pairs) - set(before.surface.pairs) == {(MODEL, c) for c in rte_final}
+    assert after.surface.cluster_pairs == before.surface.cluster_pairs
+    assert after.syntax.pairs == before.syntax.pairs and after.syntax.targets == before.syntax.targets
+    assert set(after.syntax.role_targets) - set(before.syntax.role_targets) == {(MODEL, c, "ewt") for c in rte_final}
+    assert set(after.syntax.coref_pairs) - set(before.syntax.coref_pairs) == {(MODEL, c) for c in rte_final}
     assert set(after.outputs()) == set(before.outputs())
 
 

@@ -146,12 +146,16 @@ def test_the_plan_sizes_every_dump_of_the_dag(plan):
                                       ("gumwin", "dev"))}
     expected |= {(subject, c, "cola", "dev") for subject in ("tiny", "tiny@norm")
                  for c in ("pretrained", "cola.seed42.final")}
+    # The fine-tuned checkpoint's roles (roles.finetuned): its attention weights on the surface corpus, EWT's score
+    # split and the coreference windows.
+    expected |= {("tiny", "cola.seed42.final", corpus, split)
+                 for corpus, split in (("wiki", "segments"), ("ewt", "dev"), ("gumwin", "dev"))}
     assert set(dumps) == expected
     # A signal's dump has the model's token table, so the same size.
     assert dumps["tiny", "random", "ewt", "dev"]["values"] == 136
     assert dumps["tiny@norm", "random", "ewt", "dev"]["values"] == 136
     assert plan["sized"]["bytes"] == pytest.approx(plan["sized"]["values"] * BYTES_PER_VALUE["lz4"])
-    assert plan["sized"]["values"] == 4 * 136  # only ewt dev has a token table; the rest is bound only
+    assert plan["sized"]["values"] == 5 * 136  # only ewt dev has a token table; the rest is bound only
     assert plan["at_most"]["values"] >= plan["sized"]["values"] + plan["bound_only"]["values"]
     assert plan["forward_passes"]["extraction"] == sum(d["examples"] or 0 for d in plan["dumps"])
 
@@ -187,7 +191,13 @@ def test_the_plan_prints_as_text_and_as_json(plan):
     assert "'to run': those a plain dry run still finds to do in" in text
     extracted = plan["forward_passes"]["extraction"]
     assert f"  extraction         {extracted:>11,}  forward passes with attention maps" in text
-    assert "4 exact, from their token tables in the results folder" in text  # ewt dev of tiny and tiny@norm
+    assert "5 exact, from their token tables in the results folder" in text  # ewt dev of tiny and tiny@norm
+    # What roles.finetuned adds, from a second dry run without it: the three dumps above and their analyses.
+    roles = plan["roles"]
+    assert roles["checkpoints"] == 1 and roles["dumps"] == 3 and roles["jobs"] > 3
+    assert roles["bytes"] > 0 and roles["extraction_examples"] > 0 and roles["seconds"] > 0
+    assert (f"Head roles of 1 fine-tuned checkpoint(s) (roles.finetuned, docs/roles.md): {roles['jobs']} of the "
+            "jobs above, 3 of the dumps") in text
     assert "tiny: 0.5 s per example forward (with maps), 2 s per training example\n    given with --rate" in text
     seconds = plan["time"]["seconds"]
     assert f"Estimated time from the rates given (--rate): {duration(plan['time']['total_s'])}, one job at a " in text

@@ -27,8 +27,10 @@ def test_subject_names_round_trip():
 
 
 def test_each_signal_is_a_subject_with_its_own_dumps_and_analyses_but_the_models_checkpoints():
-    plain = study_of(one_model(tasks=["cola"]))
-    study = study_of({**one_model(tasks=["cola"]), **SIGNALS})
+    # A fine-tuned checkpoint's roles are of its attention weights alone (roles.finetuned): none here.
+    no_roles = {"roles": {"finetuned": []}}
+    plain = study_of({**one_model(tasks=["cola"]), **no_roles})
+    study = study_of({**one_model(tasks=["cola"]), **SIGNALS, **no_roles})
     assert study.subjects == [MODEL, f"{MODEL}@norm", f"{MODEL}@rollout"]
     # Three times the dumps, one set per signal, and nothing else of the model's is repeated.
     assert len(study.attention.dumps) == 3 * len(plain.attention.dumps)

@@ -188,7 +188,8 @@ def test_the_generic_table_rule_stacks_what_each_declaration_says():
     assert {m.name for m in HEAD_MEASURES} <= stacked and "head_diagnostics" not in stacked
     for name in stacked - {"icl_score"}:
         wildcards = SimpleNamespace(table=name)
-        pairs = study.surface.gradient_pairs if name == "sep_gradient" else study.surface.pairs
+        pairs = {"sep_gradient": study.surface.gradient_pairs,
+                 "head_clusters": study.surface.cluster_pairs}.get(name, study.surface.pairs)
         assert study.surface.stacked_parts(wildcards) == [
             f"R/analysis/surface/{m}/{c}/{name}.csv" for m, c in pairs]
         assert study.surface.stack_key(wildcards) == list(stacked_tables(surface.ANALYSES)[name].stack_key)

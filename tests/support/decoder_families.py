@@ -49,6 +49,9 @@ def write_families_study(work: Path, tokenizer_dir: Path) -> Path:
     # map through coreference).
     config["study"]["treebanks"] = ["ewt"]
     config["finetune"].update(method="lora", lora_rank=2, lora_alpha=4, lora_learning_rate=1.0e-2)
+    # The fine-tuned checkpoints' roles are the tiny study's to test (tests/workflow/test_e2e.py): here they would add
+    # about 15 jobs per model that no test of the families reads.
+    config["roles"] = {"finetuned": []}
     # the hand-set GPT-2 codes token ids below TOKEN_CODES only: the random-token inputs draw from those
     config["surface"]["diagnostics"].update(token_range=[5, TOKEN_CODES], sequences=8)
     (work / "tiny.yaml").write_text(yaml.safe_dump(config))

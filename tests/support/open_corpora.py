@@ -222,6 +222,8 @@ def write_open_study(work: Path, model: Path) -> Path:
         "syntax": {"treebanks": ["fr", "zh"], "coref_treebank": "corefud", "coref_split": "dev",
                    "relations": ["all", "det", "nsubj", "obj"], "bootstrap_resamples": 20, "probe_epochs": 1},
         "finetune": {"epochs": 1, "batch_size": 4, "max_train_examples": 8, "threads": 1, "save_steps": []},
+        # The fine-tuned checkpoint's roles are the tiny study's to test: none here.
+        "roles": {"finetuned": []},
         "finetune_effects": {"trajectory": False, "bootstrap_resamples": 20, "label_sample": 40,
                              "cnn": {"epochs": 2, "size": 8}},
     }

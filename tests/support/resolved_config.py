@@ -171,6 +171,9 @@ DEFAULT = {
     # Added with the section (the signals issue: causal head checks).
     "ablation": {"batch_size": 32, "device": "auto", "found_heads": True, "max_examples": 500, "mem_mb": 4000,
                  "modes": ["zero"], "random_seed": 0, "runtime": 240, "tasks": None, "threads": 2},
+    "roles": {"finetuned": [{"checkpoints": ["final"],
+                             "analyses": ["head_diagnostics", "surface", "dependency", "coreference"]}],
+              "noisy_below": 0.5},
     "explorer": {"example_ids": None, "examples": 3, "max_megabytes": 20, "max_tokens": 40, "task": None},
     "mirror": None,
     # prepend_bos: added with the key (the decoder issue); no rule sees it unless a model sets it
@@ -244,6 +247,7 @@ DEFAULT = {
 
 OFFLINE_PROFILE = {
     "ablation": {"tasks": ["cola", "sst2"], "threads": 1},
+    "roles": {"finetuned": [{"checkpoints": ["final"], "analyses": ["head_diagnostics", "dependency", "coreference"]}]},
     "attention": {"analysis_shards_per_job": 4, "threads": 1},
     "annotation": {"annotator": "spacy"},
     "finetune": {

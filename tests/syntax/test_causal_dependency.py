@@ -95,7 +95,7 @@ def test_a_tiny_gpt2_dump_is_scored_in_the_causal_directions(tmp_path, tiny_gpt2
     from support.dumps import write_annotation
     from support.tiny_dumps import tiny_dump
     from workflow_scripts.syntax.dependency import score_dependency_heads
-    from workflow_scripts.syntax.dependency_selection import summarise_dependency
+    from workflow_scripts.syntax.dependency_tables import summarise_dependency
 
     _, tokens, dump, _, _ = tiny_dump(tmp_path, tiny_gpt2, pairs=False, n_shards=1)
     # Gold trees on the whitespace words: the middle word is the root, the words before it hang on it (a later

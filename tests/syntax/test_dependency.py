@@ -26,7 +26,8 @@ from workflow_scripts.syntax.dependency import (
     score_dependency_heads,
 )
 from workflow_scripts.syntax.dependency_counts import score_sentence
-from workflow_scripts.syntax.dependency_selection import SplitCounts, best_rows, summarise_dependency
+from workflow_scripts.syntax.dependency_selection import SplitCounts, best_rows
+from workflow_scripts.syntax.dependency_tables import summarise_dependency
 
 # ---------------------------------------------------------------------------------------------
 # Hand-built inputs
@@ -243,7 +244,7 @@ RELATIONS = [ALL, "det", "case"]
 def test_two_treebanks_one_unlabelled_each_with_its_own_relations_and_control(tmp_path, caplog):
     """ptb has only `all`, in both tables, and no warning; each checkpoint is paired with the control of its
     own treebank (ewt's control scores 0.5, ptb's 5/6)."""
-    with caplog.at_level("INFO", logger="workflow_scripts.syntax.dependency_selection"):
+    with caplog.at_level("INFO", logger="workflow_scripts.syntax.dependency_tables"):
         paths = _two_treebanks(tmp_path)
     assert not [r for r in caplog.records if r.levelname == "WARNING"]
     assert [r.getMessage() for r in caplog.records if "unlabelled" in r.getMessage()] == [
@@ -353,7 +354,7 @@ def test_a_relation_with_no_arc_is_said_once_not_per_checkpoint_and_protocol(tmp
     part = tmp_path / "dev.parquet"
     score_dependency_heads(dump, tokens, annotation, part, max_offset=5)
     parts = {("m", c, "ewt", s): part for c in ("pretrained", "random") for s in ("train", "dev")}
-    with caplog.at_level("WARNING", logger="workflow_scripts.syntax.dependency_selection"):
+    with caplog.at_level("WARNING", logger="workflow_scripts.syntax.dependency_tables"):
         summarise_dependency(parts, tmp_path / "heads.csv", tmp_path / "best.csv", relations=[ALL, "vocative"],
                              select_split="train", score_split="dev", resamples=5, seed=0)
     assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [

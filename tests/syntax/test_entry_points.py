@@ -13,13 +13,13 @@ from workflow_scripts.entrypoints import ENTRY_POINTS, _import_all
 def calls(monkeypatch) -> dict:
     """The science functions behind the entry points, replaced by recorders: name -> (args, kwargs)."""
     from workflow_scripts.data import windows
-    from workflow_scripts.syntax import dependency_selection, figures
+    from workflow_scripts.syntax import dependency_tables, figures
     from workflow_scripts.syntax.probes import tables
 
     _import_all()
     seen: dict = {}
     for module, name, key in ((windows, "write_windows", "windows"),
-                              (dependency_selection, "summarise_dependency", "dependency"),
+                              (dependency_tables, "summarise_dependency", "dependency"),
                               (tables, "summarise_probes", "probes"), (figures, "dependency_heatmaps", "heatmaps"),
                               (figures, "best_head_maps", "maps")):
         monkeypatch.setattr(module, name, lambda *a, _key=key, **k: seen.__setitem__(_key, (a, k)))
@@ -41,11 +41,12 @@ def test_tables_take_part_keys_with_the_treebank(calls):
     params = SimpleNamespace(part_keys=keys, labelled={"ewt": True, "ptb": False}, relations=["all"],
                              select_split="train", score_split="dev", resamples=10, seed=0)
     smk = SimpleNamespace(input=SimpleNamespace(parts=["a.parquet", "b.parquet"]), params=params,
-                          output=SimpleNamespace(heads="h.csv", best="b.csv"))
+                          output=SimpleNamespace(heads="h.csv", best="b.csv", halves="halves.csv"))
     ENTRY_POINTS["dependency_tables"](smk)
     args, kwargs = calls["dependency"]
     assert args[0] == dict(zip(keys, ["a.parquet", "b.parquet"]))
     assert kwargs["labelled"] == {"ewt": True, "ptb": False}
+    assert kwargs["halves_output"] == "halves.csv"
 
     smk.params.part_keys = [("m", "none", "ptb", "right_branching")]
     smk.input.parts = ["r.parquet"]

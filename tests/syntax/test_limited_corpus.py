@@ -24,7 +24,7 @@ from workflow_scripts.probing.features import ProbeFeatures, build_probe_feature
 from workflow_scripts.syntax import figures
 from workflow_scripts.syntax.coreference import score_coreference_heads
 from workflow_scripts.syntax.dependency import ALL, score_dependency_heads
-from workflow_scripts.syntax.dependency_selection import summarise_dependency
+from workflow_scripts.syntax.dependency_tables import summarise_dependency
 
 HELD = 4  # attention.max_examples: the dump and token table keep examples 0..3 of 8
 RELATIONS = [ALL, "det", "case"]

@@ -241,6 +241,7 @@ def test_a_run_of_the_whole_study_ends_with_the_pages_and_the_report_command(tin
     assert whole.returncode == 0, output[-3000:]
     report = (f"snakemake --report report.html --snakefile {tiny / 'Snakefile'} --directory {tiny} "
               f"--workflow-profile {REPO / 'profiles' / 'default'} --configfile {tiny / 'my.yaml'} --config unused=1")
+    # (this workflow's page only: its _index.html, where a study has one, is named after it: test_closing_message.py)
     closing = ["Head explorer (open a page in a browser):", "  out/explorer/tiny.html",
                "Report (every figure and table in one HTML file):", f"  {report}"]
     lines = output.splitlines()

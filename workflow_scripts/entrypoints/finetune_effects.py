@@ -43,7 +43,8 @@ def pattern_cnn(smk: Any) -> None:
     train_pattern_cnn(smk.input.seeded, smk.input.get("human"), dumps, smk.output.model, smk.output.labels,
                       smk.output.metrics, model=smk.wildcards.model, size=cnn["size"], epochs=cnn["epochs"],
                       seed=cnn["seed"], learning_rate=cnn["learning_rate"], batch_size=cnn["batch_size"],
-                      holdout=cnn["holdout"], thresholds=_thresholds(p), threads=smk.threads)
+                      holdout=cnn["holdout"], thresholds=_thresholds(p), threads=smk.threads,
+                      resamples=p.resamples, bootstrap_seed=p.bootstrap_seed)
 
 
 @entry_point("pattern_classes_part")

@@ -85,7 +85,8 @@ def atlas(smk: Any) -> None:
     from ..models.checkpoints import read_manifest
     from ..models.families import family_of
     from ..models.shape import parameter_count
-    from ..report.atlas import ATLAS_INPUTS, atlas_table
+    from ..report.atlas import ATLAS_INPUTS
+    from ..report.atlas_halves import atlas_tables
 
     p = smk.params
     patterns = [(*part, path) for part, path in zip(p.patterns, listed(smk.input.get("patterns")), strict=True)]
@@ -93,10 +94,11 @@ def atlas(smk: Any) -> None:
     parameters = {model: parameter_count(read_manifest(manifest, verify=False)["load_from"])
                   for model, manifest in zip(p.random_models, listed(smk.input.get("random_checkpoints")),
                                              strict=True)}
-    atlas_table(smk.input.models, smk.output[0], family_of=lambda model_type: family_of(model_type).name,
-                tables={name: smk.input.get(name) for name in ATLAS_INPUTS}, patterns=patterns,
-                parameters=parameters, revisions=p.revisions, treebank=p.treebank, select_split=p.select_split,
-                score_split=p.score_split)
+    atlas_tables(smk.input.models, smk.output.atlas, smk.output.halves,
+                 family_of=lambda model_type: family_of(model_type).name,
+                 tables={name: smk.input.get(name) for name in ATLAS_INPUTS}, patterns=patterns,
+                 parameters=parameters, revisions=p.revisions, treebank=p.treebank, select_split=p.select_split,
+                 score_split=p.score_split, relations=p.relations)
 
 
 @entry_point("atlas_figure")
@@ -108,11 +110,35 @@ def atlas_figure(smk: Any) -> None:
 
 @entry_point("role_agreement")
 def role_agreement(smk: Any) -> None:
+    from ..models.weights_digest import weights_digest
     from ..report.role_agreement import role_agreement_table
+    from ..report.role_change import role_change_table
 
     p = smk.params
-    role_agreement_table(smk.input.atlas, smk.output[0], pairs=list(p.pairs), thresholds=dict(p.thresholds),
-                         resamples=p.resamples, seed=p.bootstrap_seed)
+    digests = {tuple(subject): weights_digest(record)
+               for subject, record in zip(p.weight_subjects, listed(smk.input.get("checkpoints")), strict=True)}
+    pairs = [same_weights(dict(pair), digests) for pair in p.pairs]
+    role_agreement_table(smk.input.atlas, smk.output.agreement, pairs=pairs, thresholds=dict(p.thresholds),
+                         resamples=p.resamples, seed=p.bootstrap_seed, halves=smk.input.halves,
+                         noisy_below=p.noisy_below)
+    role_change_table(smk.input.atlas, smk.output.by_layer, pairs=pairs, resamples=p.resamples, seed=p.bootstrap_seed)
+
+
+def same_weights(pair: dict[str, Any], digests: dict[tuple, str | None]) -> dict[str, Any]:
+    """``pair`` with ``same_weights`` (and the note saying so) where both subjects' weights have one digest."""
+    first = digests.get((pair["first_model"], pair["first_checkpoint"]))
+    second = digests.get((pair["second_model"], pair["second_checkpoint"]))
+    if first is not None and first == second:
+        pair.update(same_weights=True, weights_note=f"the two checkpoints hold the same weights (digest {first[:12]}): "
+                                                    "not a role kept, nothing to compare")
+    return pair
+
+
+@entry_point("role_change_figure")
+def role_change_figure(smk: Any) -> None:
+    from ..report.role_change import draw_role_change
+
+    draw_role_change(smk.input.table, smk.output.png, smk.output.pdf)
 
 
 @entry_point("role_agreement_figure")

@@ -134,10 +134,10 @@ def head_diagnostics_part(smk: Any) -> None:
                         token_range=tuple(given["token_range"]) if given["token_range"] is not None else None,
                         prepend_bos=given["prepend_bos"], batch_size=given["batch_size"],
                         sink_threshold=given["sink_threshold"])
-    head_diagnostics(smk.input.checkpoint, smk.output[0], model=smk.wildcards.model,
+    head_diagnostics(smk.input.checkpoint, smk.output.diagnostics, model=smk.wildcards.model,
                      checkpoint=smk.wildcards.checkpoint, settings=settings, resamples=p.resamples,
                      bootstrap_seed=p.bootstrap_seed, threads=smk.threads, offline=p.offline,
-                     natural_tokens=smk.input.tokens, dtype=p.dtype)
+                     natural_tokens=smk.input.tokens, dtype=p.dtype, halves_output=smk.output.halves)
 
 
 @entry_point("head_diagnostics_table")
@@ -147,8 +147,9 @@ def head_diagnostics_table(smk: Any) -> None:
     from ..surface.statistics import concat_parts
 
     key = ["model", "checkpoint", "input", "layer", "head"]
-    diagnostics = concat_parts(list(smk.input), smk.output.diagnostics, key)
+    diagnostics = concat_parts(list(smk.input.parts), smk.output.diagnostics, key)
     write_csv(sink_rates(diagnostics), smk.output.sink_rates)
+    concat_parts(list(smk.input.halves), smk.output.halves, key)
 
 
 @entry_point("icl_score_part")

@@ -33,13 +33,14 @@ def dependency_scores(smk: Any) -> None:
 
 @entry_point("dependency_tables")
 def dependency_tables(smk: Any) -> None:
-    from ..syntax.dependency_selection import summarise_dependency
+    from ..syntax.dependency_tables import summarise_dependency
 
     # part_keys: (model, checkpoint, treebank, split), one per part; labelled: treebank -> has relation labels
     parts = dict(zip(map(tuple, smk.params.part_keys), smk.input.parts))
     summarise_dependency(parts, smk.output.heads, smk.output.best, relations=smk.params.relations,
                          select_split=smk.params.select_split, score_split=smk.params.score_split,
-                         resamples=smk.params.resamples, seed=smk.params.seed, labelled=smk.params.labelled)
+                         resamples=smk.params.resamples, seed=smk.params.seed, labelled=smk.params.labelled,
+                         halves_output=smk.output.halves)
 
 
 @entry_point("coreference_scores")

@@ -15,8 +15,18 @@
     const c = [0, 1, 2].map(j => Math.round(VIRIDIS[i][j] + f * (VIRIDIS[i + 1][j] - VIRIDIS[i][j])));
     COLOURS.push("rgb(" + c.join(",") + ")");
   }
+  // The change view's 256 steps: blue (a lower score than pretrained) through white (none) to red (higher).
+  const DIVERGING = [];
+  for (let k = 0; k < 256; k++) {
+    const t = k / 255 * 2 - 1, ends = t < 0 ? [33, 102, 172] : [178, 24, 43], f = Math.abs(t);
+    DIVERGING.push("rgb(" + ends.map(e => Math.round(255 + f * (e - 255))).join(",") + ")");
+  }
   const canvas = document.getElementById("atlas"), tip = document.getElementById("tip");
-  const state = { option: 0, pair: null, shown: null, hover: null, width: 0, drawn: false };
+  // checkpoint: null = every checkpoint a role has, a row each; a name = that checkpoint of every model, on the model's
+  // own row. view: "score", or "change" (a fine-tuned checkpoint's score minus the pretrained one's, same head).
+  const state = { option: 0, pair: null, shown: null, hover: null, width: 0, drawn: false, checkpoint: null,
+                  view: "score" };
+  const PRE = "pretrained";
 
   function el(tag, attrs, text) {
     const node = document.createElement(tag);
@@ -50,7 +60,13 @@
   // of it (a fine-tuned checkpoint), so that a model's heads on two checkpoints never share a row.
   let rows = [], rowOf = new Map();  // "model/checkpoint index" -> row
   function layRows(role) {
-    const pretrained = role.checkpoints.indexOf("pretrained"), others = new Map();
+    if (state.checkpoint !== null) {  // one checkpoint: every model on its own row
+      const k = role.checkpoints.indexOf(state.checkpoint);
+      rows = DATA.rows.slice(); rowOf = new Map();
+      rows.forEach((row, r) => { if (row.kind === "model") rowOf.set(row.model + "/" + k, r); });
+      return;
+    }
+    const pretrained = role.checkpoints.indexOf(PRE), others = new Map();
     role.columns.model.forEach((m, i) => {
       const k = role.columns.checkpoint[i];
       if (k !== pretrained) { if (!others.has(m)) others.set(m, new Set()); others.get(m).add(k); }
@@ -92,7 +108,7 @@
       const text = row.indent ? (m.revision || m.name) + (m.step !== null ? " (step " + m.step + ")" : "")
         : m.name + (m.parameters !== null ? " (" + size(m.parameters) + ")" : "");
       const div = el("div", { class: "model" + (row.indent ? " indent" : ""), "data-row": k, "data-model": row.model,
-                              "data-checkpoint": "pretrained",
+                              "data-checkpoint": state.checkpoint === null ? PRE : state.checkpoint,
                               title: m.name + " (" + describe(m) + "), " + m.layers + " layers x " + m.heads + " heads" });
       div.appendChild(m.page ? el("a", { href: pageHref(m.page) }, text) : document.createTextNode(text));
       labels.appendChild(div);
@@ -100,13 +116,38 @@
   }
 
   // --- drawing ------------------------------------------------------------------------------------------------
+  function changing() { return state.view === "change" && state.checkpoint !== null && state.checkpoint !== PRE; }
+  // The pretrained score of each head of a role (model, detail, layer, head), made once per role: the change view's
+  // baseline.
+  const baselines = new Map();
+  function baseline(role) {
+    if (baselines.has(role.role)) return baselines.get(role.role);
+    const c = role.columns, k = role.checkpoints.indexOf(PRE), found = new Map();
+    for (let i = 0; i < c.score.length; i++) {
+      if (c.checkpoint[i] === k && c.score[i] !== null) {
+        found.set(c.model[i] + "|" + c.detail[i] + "|" + c.layer[i] + "|" + c.head[i], c.score[i]);
+      }
+    }
+    baselines.set(role.role, found);
+    return found;
+  }
   function selected() {
     const o = options[state.option], role = DATA.roles[o.role], c = role.columns, idx = [];
+    const change = changing(), base = change ? baseline(role) : null, value = new Map();
     for (let i = 0; i < c.score.length; i++) {
-      if (c.score[i] !== null && (o.detail < 0 || c.detail[i] === o.detail)) idx.push(i);
+      if (c.score[i] === null || (o.detail >= 0 && c.detail[i] !== o.detail)) continue;
+      if (!rowOf.has(c.model[i] + "/" + c.checkpoint[i])) continue;
+      if (change) {
+        const before = base.get(c.model[i] + "|" + c.detail[i] + "|" + c.layer[i] + "|" + c.head[i]);
+        if (before === undefined) continue;
+        value.set(i, c.score[i] - before);
+      } else value.set(i, c.score[i]);
     }
-    idx.sort((a, b) => c.score[a] - c.score[b] || a - b);  // the highest last: drawn on top
-    return { o, role, c, idx };
+    idx.push(...value.keys());
+    // The highest last, drawn on top (in the change view the largest change, either way).
+    const key = i => change ? Math.abs(value.get(i)) : value.get(i);
+    idx.sort((a, b) => key(a) - key(b) || a - b);
+    return { o, role, c, idx, value, change };
   }
   function place(c, i) {
     const m = DATA.models[c.model[i]], W = state.width, slice = W / (m.layers * m.heads);
@@ -145,11 +186,13 @@
       ctx.beginPath(); ctx.moveTo(x, 0); ctx.lineTo(x, rows.length * ROW + 4); ctx.stroke();
     }
     let low = Infinity, high = -Infinity;
-    for (const i of idx) { low = Math.min(low, c.score[i]); high = Math.max(high, c.score[i]); }
+    for (const i of idx) { low = Math.min(low, s.value.get(i)); high = Math.max(high, s.value.get(i)); }
+    if (s.change) { high = Math.max(Math.abs(low), Math.abs(high)); low = -high; }
     const span = high > low ? high - low : 0, best = new Map(), hover = new Map(), counts = new Map();
     for (const i of idx) {
       const row = rowOf.get(c.model[i] + "/" + c.checkpoint[i]), p = place(c, i), y = row * ROW;
-      ctx.fillStyle = COLOURS[span > 0 ? Math.round((c.score[i] - low) / span * 255) : 128];
+      const step = span > 0 ? Math.round((s.value.get(i) - low) / span * 255) : 128;
+      ctx.fillStyle = s.change ? DIVERGING[step] : COLOURS[step];
       ctx.fillRect(p.left, y + 3, p.width, ROW - 6);
       best.set(row, i);  // ascending scores: the last is the row's highest
       if (!hover.has(row)) hover.set(row, []);
@@ -172,6 +215,10 @@
       div.classList.toggle("paired", paired.has(Number(div.getAttribute("data-row")))));
     canvas.setAttribute("data-plot-left", PAD); canvas.setAttribute("data-plot-width", W);
     canvas.setAttribute("data-row-height", ROW); canvas.setAttribute("data-marks", idx.length);
+    const top = idx.length ? idx[idx.length - 1] : null;  // the mark drawn last: the highest, or the largest change
+    canvas.setAttribute("data-largest", top === null ? "" : DATA.models[c.model[top]].name + " " + (c.layer[top] + 1) +
+      "-" + (c.head[top] + 1) + " " + s.role.checkpoints[c.checkpoint[top]]);
+    canvas.setAttribute("data-view", s.change ? "change" : "score");
     if (!state.drawn) { state.drawn = true; performance.mark("atlas-drawn"); }
   }
   function drawAxis(ctx, W) {
@@ -185,13 +232,16 @@
     const legend = document.getElementById("legend");
     clear(legend);
     if (!s.idx.length) { legend.appendChild(el("span", {}, "No head of this role has a score.")); return; }
-    legend.appendChild(el("span", {}, "score " + fmt(low)));
-    legend.appendChild(el("span", { class: "ramp" }));
+    legend.appendChild(el("span", {}, (s.change ? "change " : "score ") + fmt(low)));
+    legend.appendChild(el("span", { class: s.change ? "ramp diverging" : "ramp" }));
     legend.appendChild(el("span", {}, fmt(high) + " (" + s.role.unit + ")"));
     legend.appendChild(el("span", { class: "ring" }));
-    legend.appendChild(el("span", {}, "each row's top head"));
-    legend.appendChild(el("span", { class: "span" }, "Colour: the lowest to the highest of the " + s.idx.length +
-      " heads shown, " + models + (models === 1 ? " model." : " models.")));
+    legend.appendChild(el("span", {}, s.change ? "each row's largest change" : "each row's top head"));
+    legend.appendChild(el("span", { class: "span" }, s.change
+      ? "Colour: each head's score on " + state.checkpoint + " minus its pretrained score, " + s.idx.length +
+        " heads of " + models + (models === 1 ? " model" : " models") + " (white: no change)."
+      : "Colour: the lowest to the highest of the " + s.idx.length + " heads shown, " + models +
+        (models === 1 ? " model." : " models.")));
   }
 
   // --- hover and click ---------------------------------------------------------------------------------------
@@ -223,7 +273,8 @@
       "layer " + (l + 1) + ", head " + (h + 1) + " (head " + (l + 1) + "-" + (h + 1) + " of " + m.layers + " x " + m.heads + ")",
       role.label + (detail ? " \u2013 " + detail : "") + (checkpoint !== "pretrained" ? ", " + checkpoint : ""),
       "score " + fmt(c.score[i]) + (c.low[i] !== null ? "  95% interval [" + fmt(c.low[i]) + ", " + fmt(c.high[i]) + "]"
-        : "  (no interval)"),
+        : "  (no interval)") + (state.shown.change ? "\nchange from pretrained " + (state.shown.value.get(i) >= 0 ? "+" : "") +
+        fmt(state.shown.value.get(i)) : ""),
       "rank " + (c.rank[i] === null ? "\u2013" : c.rank[i]) + " of the " + n + " heads shown",
       "random-init control " + (c.random[i] === null ? "not measured" : fmt(c.random[i])),
       m.page ? "click: open its explorer page on this head" : "no explorer page for this model"].join("\n");
@@ -255,6 +306,34 @@
     if (!heads) return "";
     return "lost: " + heads.split(" ").map(pair => pair.split(":").map(n => Number(n) + 1).join("-")).join(" ");
   }
+  function interval(value, low, high) {
+    return value === null ? "\u2013" : fmt(value) + (low !== null && high !== null ? " [" + fmt(low) + ", " + fmt(high) + "]" : "");
+  }
+  function bestHead(a) {  // "1-1 kept, +0.012 [..]" or "1-1 -> 2-3, -0.2 [..]", heads from 1 as on the pages
+    if (a.first_best === null) return "\u2013";
+    const one = h => h.split(":").map(n => Number(n) + 1).join("-");
+    const moved = a.best_change === null ? "" : ", " + (a.best_change >= 0 ? "+" : "") +
+      interval(a.best_change, a.best_change_low, a.best_change_high);
+    return one(a.first_best) + (a.best_kept ? " kept" : " \u2192 " + one(a.second_best)) + moved;
+  }
+  // The rows the panel lists: with a fine-tuned checkpoint chosen, every role of each pair with it (pretrained vs it
+  // first); otherwise the chosen role's rows of every pair; then the notes of those pairs that hold for every role.
+  function agreementRows() {
+    const o = options[state.option], role = DATA.roles[o.role], listed = [];
+    const byPair = state.checkpoint !== null && state.checkpoint !== PRE;
+    DATA.agreement.forEach((a, k) => {
+      if (a.role === null) return;
+      if (byPair ? a.second_checkpoint === state.checkpoint
+        : a.role === role.role && (o.detail < 0 || a.detail === role.details[o.detail])) listed.push(k);
+    });
+    const pairs = new Set(listed.map(k => DATA.agreement[k].first_model + "/" + DATA.agreement[k].first_checkpoint +
+      "/" + DATA.agreement[k].second_model + "/" + DATA.agreement[k].second_checkpoint));
+    DATA.agreement.forEach((a, k) => {
+      if (a.role === null && (!byPair || a.second_checkpoint === state.checkpoint || pairs.has(
+        a.first_model + "/" + a.first_checkpoint + "/" + a.second_model + "/" + a.second_checkpoint))) listed.push(k);
+    });
+    return { listed, byPair, role, o };
+  }
   function drawAgreement() {
     const table = document.getElementById("agreement-table"), note = document.getElementById("agreement-note");
     clear(table);
@@ -262,55 +341,78 @@
       note.textContent = "This study has no role agreement table (tables/role_agreement.csv).";
       return;
     }
-    const o = options[state.option], role = DATA.roles[o.role], listed = [];
-    DATA.agreement.forEach((a, k) => {  // the role's rows, then the pairs' notes that hold for every role
-      if (a.role === role.role && (o.detail < 0 || a.detail === role.details[o.detail])) listed.push(k);
-    });
-    DATA.agreement.forEach((a, k) => { if (a.role === null) listed.push(k); });
-    if (!listed.length) { note.textContent = "No pair of related subjects is compared in this role."; return; }
-    note.textContent = "Spearman's rho of the pair's per-head scores (95% bootstrap interval over heads), the " +
-      "overlap (Jaccard) of their top heads and the share of the first's role heads the second keeps. Click a pair " +
-      "to mark its models in the atlas.";
+    const { listed, byPair, role, o } = agreementRows();
+    if (!listed.length) {
+      note.textContent = byPair ? "No role of " + state.checkpoint + " is compared with another subject."
+        : "No pair of related subjects is compared in this role.";
+      return;
+    }
+    note.textContent = (byPair ? "Every role of the pairs with " + state.checkpoint + ". " : "") +
+      "Spearman's rho of the pair's per-head scores (95% bootstrap interval over heads) against the first subject's " +
+      "split-half floor (Spearman-Brown corrected), the verdict (moved: rho below the floor; kept; noisy: the floor " +
+      "itself low; same weights), the first subject's best head and its score's change, the overlap (Jaccard) of the " +
+      "top heads and the share of role heads kept. Click a row to " + (byPair ? "show its role in the atlas." :
+      "mark its models in the atlas.");
     const head = el("thead"), names = el("tr");
-    ["pair", "relation", "heads", "rho [95%]", "Jaccard of top", "kept share"].forEach(h => names.appendChild(el("th", {}, h)));
+    [byPair ? "role" : "pair", "relation", "heads", "rho [95%]", "floor [95%]", "verdict", "best head",
+     "Jaccard of top", "kept share"].forEach(h => names.appendChild(el("th", {}, h)));
     head.appendChild(names);
     table.appendChild(head);
-    const subject = (model, checkpoint) => model + (checkpoint && checkpoint !== "pretrained" ? " " + checkpoint : "");
-    listed.forEach(k => {  // a pair: its numbers, and under them its note and the heads that lose the role
+    const subject = (model, checkpoint) => model + (checkpoint && checkpoint !== PRE ? " " + checkpoint : "");
+    listed.forEach(k => {  // a row: its numbers, and under them its note and the heads that lose the role
       const a = DATA.agreement[k], body = el("tbody", { class: "pair" + (state.pair === k ? " selected" : ""),
-                                                       "data-index": k }), tr = el("tr");
-      const cells = [subject(a.first_model, a.first_checkpoint) + " \u2192 " + subject(a.second_model, a.second_checkpoint),
-        a.relation + (a.role === null ? " (every role)" : o.detail < 0 && a.detail && role.details.length > 1
-          ? " (" + a.detail + ")" : ""),
+                                                       "data-index": k, "data-verdict": a.verdict || "" }), tr = el("tr");
+      const pair = subject(a.first_model, a.first_checkpoint) + " \u2192 " + subject(a.second_model, a.second_checkpoint);
+      const what = a.role === null ? "(every role)" : a.role + (a.detail ? " (" + a.detail + ")" : "");
+      const cells = [byPair ? what + (DATA.agreement.filter(b => b.role === a.role && b.detail === a.detail &&
+          b.second_checkpoint === a.second_checkpoint).length > 1 ? ", " + pair : "") : pair,
+        a.relation + (!byPair && a.role === null ? " (every role)" : !byPair && o.detail < 0 && a.detail &&
+          role.details.length > 1 ? " (" + a.detail + ")" : ""),
         a.heads === null ? "\u2013" : String(a.heads),
-        fmt(a.rho) + (a.rho_low !== null ? " [" + fmt(a.rho_low) + ", " + fmt(a.rho_high) + "]" : ""),
+        interval(a.rho, a.rho_low, a.rho_high), interval(a.floor_rho, a.floor_low, a.floor_high),
+        a.verdict || "\u2013", bestHead(a),
         fmt(a.jaccard_top) + (a.top_heads !== null ? " (top " + a.top_heads + ")" : ""),
         fmt(a.kept_share) + (a.role_heads !== null ? " (of " + a.role_heads + ")" : "")];
-      cells.forEach((text, j) => tr.appendChild(el("td", j >= 2 ? { class: "num" } : {}, text)));
-      if (a.role_rule) tr.children[5].setAttribute("title", "role heads: " + a.role_rule);
+      cells.forEach((text, j) => tr.appendChild(el("td", j >= 2 && j !== 5 ? { class: "num" } : {}, text)));
+      if (a.role_rule) tr.children[8].setAttribute("title", "role heads: " + a.role_rule);
+      if (a.split_half_rho !== null) tr.children[4].setAttribute("title", "split-half rho " + fmt(a.split_half_rho) +
+        " before the Spearman-Brown correction" + (a.seed_rho !== null ? "; seed floor (" + a.seed_checkpoint + ") " +
+        interval(a.seed_rho, a.seed_low, a.seed_high) : ""));
       body.appendChild(tr);
       const said = [a.note, lost(a.lost_heads)].filter(Boolean).join("; ");
       if (said) {
         const more = el("tr", { class: "said" });
-        more.appendChild(el("td", { colspan: "6" }, said));
+        more.appendChild(el("td", { colspan: "9" }, said));
         body.appendChild(more);
       }
-      body.addEventListener("click", () => { state.pair = state.pair === k ? null : k; draw(); drawAgreement(); });
+      body.addEventListener("click", () => {
+        if (byPair && a.role !== null) {  // show this role (and relation) in the atlas
+          const index = options.findIndex(x => optionKey(x) === a.role + "|" + a.detail);
+          const whole = options.findIndex(x => optionKey(x) === a.role);
+          if (index >= 0 || whole >= 0) { choose(index >= 0 ? index : whole); return; }
+        }
+        state.pair = state.pair === k ? null : k; draw(); drawAgreement();
+      });
       table.appendChild(body);
     });
   }
 
   // --- start ----------------------------------------------------------------------------------------------------
-  function choose(index) {
+  function choose(index, relay) {
     const previous = options[state.option];
     state.option = index; state.pair = null;
-    if (!rows.length || previous.role !== options[index].role) { layRows(DATA.roles[options[index].role]); fillLabels(); }
+    if (relay || !rows.length || previous.role !== options[index].role) {
+      layRows(DATA.roles[options[index].role]); fillLabels();
+    }
     document.getElementById("role").value = String(index);
     const o = options[index], role = DATA.roles[o.role];
     document.getElementById("role-note").textContent = role.merged && role.details.length > 1
       ? "How each model's " + role.role + " was measured (" + role.details.join(", ") + ") is in the hover." : "";
     try {  // the role in the address, so that going back to the atlas shows it again (not allowed in a data: URI)
-      history.replaceState(null, "", "#" + new URLSearchParams([["role", optionKey(o)]]).toString());
+      const kept = [["role", optionKey(o)]];
+      if (state.checkpoint !== null) kept.push(["checkpoint", state.checkpoint]);
+      if (changing()) kept.push(["view", "change"]);
+      history.replaceState(null, "", "#" + new URLSearchParams(kept).toString());
     } catch (error) { /* the role is not kept */ }
     draw(); drawAgreement();
   }
@@ -333,12 +435,29 @@
   options.forEach((o, k) => select.appendChild(el("option", { value: String(k) }, o.label)));
   select.setAttribute("autocomplete", "off");
   select.addEventListener("change", () => choose(Number(select.value)));
+  // The checkpoint: every one a role has (a row each), or one of them on every model's row; and the colour's view.
+  const pick = document.getElementById("checkpoint"), view = document.getElementById("view");
+  pick.appendChild(el("option", { value: "" }, "every checkpoint, a row each"));
+  DATA.checkpoints.forEach(name => pick.appendChild(el("option", { value: name }, name)));
+  [["score", "score"], ["change", "change from pretrained"]].forEach(([value, text]) =>
+    view.appendChild(el("option", { value }, text)));
+  [pick, view].forEach(node => node.setAttribute("autocomplete", "off"));
+  function setCheckpoint(name, how) {
+    state.checkpoint = name === "" || name === null ? null : name;
+    state.view = how === "change" ? "change" : "score";
+    pick.value = state.checkpoint === null ? "" : state.checkpoint;
+    view.disabled = state.checkpoint === null || state.checkpoint === PRE;
+    view.value = changing() ? "change" : "score";
+  }
+  pick.addEventListener("change", () => { setCheckpoint(pick.value, view.value); choose(state.option, true); });
+  view.addEventListener("change", () => { setCheckpoint(pick.value, view.value); choose(state.option, true); });
   document.getElementById("controls").hidden = false;
   document.getElementById("atlas-area").hidden = false;
   state.width = Math.max(420, Math.min(1000, window.innerWidth - LABELS - SIDE - 2 * PAD - 40));
   // The legend and notes wrap at the chart's width, so that the role agreement fits beside it.
   document.getElementById("chart-area").style.width = (LABELS + state.width + 2 * PAD) + "px";
-  const wanted = new URLSearchParams(window.location.hash.slice(1)).get("role");
+  const asked = new URLSearchParams(window.location.hash.slice(1)), wanted = asked.get("role");
   const start = options.findIndex(o => optionKey(o) === wanted);
-  choose(start >= 0 ? start : 0);
+  setCheckpoint(DATA.checkpoints.includes(asked.get("checkpoint")) ? asked.get("checkpoint") : null, asked.get("view"));
+  choose(start >= 0 ? start : 0, true);
 })();

@@ -22,24 +22,31 @@ import numpy as np
 import pandas as pd
 
 from ..core.io import read_csv
+from .head_tables import checkpoint_id
 
 DIGITS = 4
 PRETRAINED = "pretrained"
 # Roles in the order of the report's atlas figure; pattern classes in [K]'s order after coreference, then the rest.
-ROLE_ORDER = ("sink", "previous_token", "induction", "dependency", "coreference")
+ROLE_ORDER = ("sink", "previous_token", "induction", "dependency", "dependency_accuracy", "coreference",
+              "coreference_accuracy")
 PATTERN_ORDER = ("Vertical", "Diagonal", "Vertical+Diagonal", "Block")
 ROLE_LABELS = {"sink": "attention sink (alpha_1)", "previous_token": "previous-token share",
                "induction": "induction score", "dependency": "dependency: best head per relation",
-               "coreference": "coreference: best head", "causal_importance": "causal importance"}
+               "dependency_accuracy": "dependency: every head's accuracy per relation",
+               "coreference": "coreference: best head", "coreference_accuracy": "coreference: every head's accuracy",
+               "causal_importance": "causal importance"}
 ROLE_UNITS = {"sink": "share of attention to the first token", "previous_token": "share of attention",
               "induction": "induction score (share of attention)", "dependency": "accuracy",
-              "coreference": "accuracy", "causal_importance": "drop of the dev metric with the head disabled"}
+              "dependency_accuracy": "accuracy on the score split", "coreference": "accuracy",
+              "coreference_accuracy": "accuracy", "causal_importance": "drop of the dev metric with the head disabled"}
 COUNT_COLUMNS = ("heads", "top_heads", "role_heads")
 # What a role's ``detail`` is, for the selector's "all details" entry.
-DETAIL_NAMES = {"dependency": "relations", "causal_importance": "runs"}
+DETAIL_NAMES = {"dependency": "relations", "dependency_accuracy": "relations", "causal_importance": "runs"}
 AGREEMENT_COLUMNS = ("relation", "role", "detail", "first_model", "first_checkpoint", "second_model",
-                     "second_checkpoint", "heads", "rho", "rho_low", "rho_high", "top_heads", "jaccard_top",
-                     "role_heads", "kept_share", "note", "role_rule", "lost_heads")
+                     "second_checkpoint", "heads", "rho", "rho_low", "rho_high", "split_half_rho", "floor_rho",
+                     "floor_low", "floor_high", "seed_checkpoint", "seed_rho", "seed_low", "seed_high", "verdict",
+                     "first_best", "second_best", "best_kept", "best_change", "best_change_low", "best_change_high",
+                     "top_heads", "jaccard_top", "role_heads", "kept_share", "note", "role_rule", "lost_heads")
 
 
 def role_position(role: str) -> tuple[int, str]:
@@ -62,9 +69,15 @@ def role_unit(role: str) -> str:
 
 
 def role_measures(role: str, detail: str, treebank: str | None, checkpoint: str = PRETRAINED) -> list[str]:
-    """The explorer measure ids (page.py, head_tables.py) of the quantity ``role`` scores, most alike first; none
-    where the explorer has no such measure (causal importance). The explorer's measures are of the pretrained
-    checkpoint but the pattern classes, which it has per task at the pretrained and final fine-tuned checkpoints."""
+    """The explorer measure ids (page.py, head_tables.py) of the quantity ``role`` scores on ``checkpoint``, most
+    alike first; none where the explorer has no such measure (causal importance). A fine-tuned checkpoint's are
+    ``ID@CHECKPOINT`` (page.checkpoint_measures); the pattern classes name their checkpoint themselves."""
+    if role.startswith("pattern:"):
+        return [f"pattern.{detail}.{checkpoint}"]
+    return [checkpoint_id(measure, checkpoint) for measure in _pretrained_measures(role, detail, treebank)]
+
+
+def _pretrained_measures(role: str, detail: str, treebank: str | None) -> list[str]:
     if role == "sink":
         natural = ["measure.first_token.first_token"]
         random = ["measure.head_diagnostics.first_token.random"]
@@ -73,12 +86,10 @@ def role_measures(role: str, detail: str, treebank: str | None, checkpoint: str 
         return ["measure.previous_token.previous_token", "surface.prev"]
     if role == "induction":
         return ["measure.head_diagnostics.induction.random_repeated"]
-    if role == "dependency" and treebank:
+    if role in ("dependency", "dependency_accuracy") and treebank:
         return [f"dependency.{treebank}.all" if detail == "all" else f"dependency.{treebank}.best"]
-    if role == "coreference":
+    if role in ("coreference", "coreference_accuracy"):
         return ["coreference.all"]
-    if role.startswith("pattern:"):
-        return [f"pattern.{detail}.{checkpoint}"]
     return []
 
 
@@ -178,7 +189,9 @@ def agreement_rows(table: str | Path | None) -> list[dict] | None:
         row = {}
         for column in AGREEMENT_COLUMNS:
             value = record.get(column)
-            if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+            if column == "best_kept":
+                row[column] = None if value is None or pd.isna(value) else str(value).lower() == "true"
+            elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
                 number = None if not np.isfinite(value) else round(float(value), DIGITS)
                 row[column] = int(number) if number is not None and column in COUNT_COLUMNS else number
             else:
@@ -199,5 +212,7 @@ def atlas_data(atlas: str | Path | None, heads: Mapping[str, int], pages: Mappin
     else:
         models, rows = model_rows(frame, heads, pages)
         roles = role_entries(frame, models, treebank)
+    checkpoints = [] if frame is None else sorted(set(frame["checkpoint"].astype(str)),
+                                                  key=lambda name: (name != PRETRAINED, name))
     return {"models": models, "rows": rows, "roles": roles, "has_atlas": frame is not None,
-            "agreement": agreement_rows(agreement)}
+            "checkpoints": checkpoints, "agreement": agreement_rows(agreement)}

@@ -102,9 +102,14 @@ def _measure(measure_id: str, label: str, group: str, values: list, note: str, u
 # --- surface, distance, clusters ----------------------------------------------------------------------------
 
 
+def checkpoint_id(measure_id: str, checkpoint: str) -> str:
+    """A grid measure's id on ``checkpoint``: the pretrained checkpoint's plain, another's ``ID@CHECKPOINT``."""
+    return measure_id if checkpoint == PRETRAINED else f"{measure_id}@{checkpoint}"
+
+
 def surface_section(surface: str | Path | None, distance: str | Path | None, model: str,
-                    shape: ModelShape) -> tuple[list[dict], dict | None]:
-    rows = _rows(surface, model, checkpoint=PRETRAINED)
+                    shape: ModelShape, checkpoint: str = PRETRAINED) -> tuple[list[dict], dict | None]:
+    rows = _rows(surface, model, checkpoint=checkpoint)
     if rows is None:
         return [], None
     control = _rows(surface, model, checkpoint=RANDOM)
@@ -117,7 +122,7 @@ def surface_section(surface: str | Path | None, distance: str | Path | None, mod
         if control is not None:
             stat["control"] = per_head(control, column, shape)
         stats.append(stat)
-    distances = _rows(distance, model, checkpoint=PRETRAINED)
+    distances = _rows(distance, model, checkpoint=checkpoint)
     if distances is not None:
         stat = {"id": "mean_distance", "label": "mean distance attended (tokens)", "unit": "tokens",
                 "value": per_head(distances, "mean_distance", shape),
@@ -127,8 +132,9 @@ def surface_section(surface: str | Path | None, distance: str | Path | None, mod
         if control_distances is not None:
             stat["control"] = per_head(control_distances, "mean_distance", shape)
         stats.append(stat)
-    measures = [_measure(f"surface.{s['id']}", f"attention {s['label']}" if s["unit"] == "share" else s["label"],
-                         "surface", s["value"], f"mean over tokens, {where}, pretrained", s["unit"])
+    measures = [_measure(checkpoint_id(f"surface.{s['id']}", checkpoint),
+                         f"attention {s['label']}" if s["unit"] == "share" else s["label"],
+                         "surface", s["value"], f"mean over tokens, {where}, {checkpoint}", s["unit"])
                 for s in stats if s["id"] in GRID_SURFACE]
     section = {"note": f"{where}; intervals: 95% bootstrap", "stats": stats,
                "control": "random-init control" if control is not None else None}
@@ -153,14 +159,14 @@ def cluster_section(clusters: str | Path | None, model: str, shape: ModelShape) 
 
 
 def declared_measures(measures: Sequence[Mapping[str, Any]], tables: Mapping[str, str | Path | None], model: str,
-                      shape: ModelShape) -> list[dict]:
+                      shape: ModelShape, checkpoint: str = PRETRAINED) -> list[dict]:
     """A grid measure per declared per-head column (``measures``: its table, column, label, unit and the values other
     columns must have, ``where``; study/plans/declarations.py) that the study has pretrained rows of for ``model``;
     its 95% interval and random-init control, where the table has them, in the detail."""
     found = []
     for declared in measures:
         name, column, where = declared["table"], declared["column"], dict(declared.get("where") or {})
-        rows = _rows(tables.get(name), model, checkpoint=PRETRAINED, **where)
+        rows = _rows(tables.get(name), model, checkpoint=checkpoint, **where)
         if rows is None:
             continue
         values = per_head(rows, column, shape)
@@ -172,8 +178,9 @@ def declared_measures(measures: Sequence[Mapping[str, Any]], tables: Mapping[str
             f"95% interval {lo}-{hi}" if lo is not None else "", f"random init {c}" if c is not None else "") if part)
             or None for v, lo, hi, c in zip(values, low, high, control_values)]
         selected = ", ".join(f"{key} {value}" for key, value in where.items())
-        found.append(_measure(f"measure.{name}.{column}" + "".join(f".{v}" for v in where.values()), declared["label"],
-                              "head measures", values, f"{_source(rows)}, pretrained ({name}.csv"
+        measure_id = f"measure.{name}.{column}" + "".join(f".{v}" for v in where.values())
+        found.append(_measure(checkpoint_id(measure_id, checkpoint), declared["label"],
+                              "head measures", values, f"{_source(rows)}, {checkpoint} ({name}.csv"
                               + (f", {selected})" if selected else ")"), declared["unit"], detail=detail))
     return found
 
@@ -192,14 +199,16 @@ def _source(rows: pd.DataFrame) -> str:
 
 
 def dependency_section(table: str | Path | None, model: str, shape: ModelShape, *, relations: Sequence[str],
-                       select_split: str) -> tuple[list[dict], dict | None]:
+                       select_split: str, checkpoint: str = PRETRAINED) -> tuple[list[dict], dict | None]:
     """Accuracy of every head per treebank, relation and direction (scored on the score split), and two grid
     measures per treebank: 'all' and the best of ``relations`` (max over relations and directions)."""
-    rows = _rows(table, model, checkpoint=PRETRAINED)
+    rows = _rows(table, model, checkpoint=checkpoint)
     if rows is None:
         return [], None
-    # Every select_split row carries the same score-split accuracy; one selection's rows hold each head once.
-    rows = rows[rows["select_split"].astype(str) == select_split]
+    # Every select_split row carries the same score-split accuracy; one selection's rows hold each head once (a
+    # checkpoint dumped on the score split alone, roles.finetuned, has the score split's own selection only).
+    chosen = rows["select_split"].astype(str) == select_split
+    rows = rows[chosen] if chosen.any() else rows[rows["select_split"].astype(str) == rows["score_split"].astype(str)]
     measures, treebanks = [], []
     for treebank, of_treebank in rows.groupby(rows["treebank"].astype(str), sort=False):
         score_split = str(of_treebank["score_split"].iloc[0])
@@ -210,16 +219,18 @@ def dependency_section(table: str | Path | None, model: str, shape: ModelShape, 
                             "low": per_head(group, "ci_low", shape), "high": per_head(group, "ci_high", shape)})
         entries.sort(key=lambda e: (e["relation"] != ALL_RELATIONS, -e["n"], e["relation"], e["direction"]))
         treebanks.append({"treebank": treebank, "score_split": score_split, "relations": entries})
-        where = f"{treebank} {score_split}, pretrained"
+        where = f"{treebank} {score_split}, {checkpoint}"
         for entry in entries:  # [C]'s dependent -> head; a causal model's union of what its maps allow
             if entry["relation"] == ALL_RELATIONS and entry["direction"] in (DEP_TO_HEAD, CAUSAL_UNION):
                 how = ("every word's head" if entry["direction"] == DEP_TO_HEAD
                        else "every arc as a causal map allows it")
-                measures.append(_measure(f"dependency.{treebank}.all", f"dependency 'all' accuracy ({treebank})",
+                measures.append(_measure(checkpoint_id(f"dependency.{treebank}.all", checkpoint),
+                                         f"dependency 'all' accuracy ({treebank})",
                                          "syntax", entry["accuracy"], f"{how}, {where}", "accuracy"))
         best, detail = best_relation(entries, relations, shape)
         if any(v is not None for v in best):
-            measures.append(_measure(f"dependency.{treebank}.best", f"best relation accuracy ({treebank})",
+            measures.append(_measure(checkpoint_id(f"dependency.{treebank}.best", checkpoint),
+                                     f"best relation accuracy ({treebank})",
                                      "syntax", best, f"max over {', '.join(r for r in relations if r != ALL_RELATIONS)}"
                                      f" and both directions, {where}", "accuracy", detail=detail))
     return measures, {"select_split": select_split, "treebanks": treebanks}
@@ -239,8 +250,9 @@ def best_relation(entries: list[dict], relations: Sequence[str], shape: ModelSha
     return best, detail
 
 
-def coreference_section(table: str | Path | None, model: str, shape: ModelShape) -> tuple[list[dict], dict | None]:
-    rows = _rows(table, model, checkpoint=PRETRAINED)
+def coreference_section(table: str | Path | None, model: str, shape: ModelShape,
+                        checkpoint: str = PRETRAINED) -> tuple[list[dict], dict | None]:
+    rows = _rows(table, model, checkpoint=checkpoint)
     if rows is None:
         return [], None
     types = []
@@ -248,8 +260,8 @@ def coreference_section(table: str | Path | None, model: str, shape: ModelShape)
         types.append({"mention_type": mention_type, "n": int(group["n"].max()),
                       "accuracy": per_head(group, "accuracy", shape),
                       "low": per_head(group, "ci_low", shape), "high": per_head(group, "ci_high", shape)})
-    measures = [_measure("coreference.all", "coreference accuracy", "syntax", t["accuracy"],
-                         f"antecedent head word of every mention ({t['n']} mentions), pretrained", "accuracy")
+    measures = [_measure(checkpoint_id("coreference.all", checkpoint), "coreference accuracy", "syntax", t["accuracy"],
+                         f"antecedent head word of every mention ({t['n']} mentions), {checkpoint}", "accuracy")
                 for t in types if t["mention_type"] == "all"]
     return measures, {"mention_types": types}
 

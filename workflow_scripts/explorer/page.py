@@ -25,9 +25,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..core.io import atomic_path
+from ..core.io import atomic_path, read_csv
 from .example_maps import example_maps
 from .head_tables import (
+    PRETRAINED,
+    RANDOM,
+    ModelShape,
     change_section,
     cluster_section,
     coreference_section,
@@ -133,6 +136,8 @@ def explorer_data(model: str, tables: Mapping[str, str | Path | None], *,
             sections[name] = section
         if name == "surface":
             measures += declared_measures(head_measures, tables, model, shape)
+    measures += checkpoint_measures(tables, model, shape, relations=relations, select_split=select_split,
+                                    head_measures=head_measures)
     lexical_checkpoints: dict[str, list[str]] = {}
     for checkpoint, task, _ in pattern_parts:
         lexical_checkpoints.setdefault(task, []).append(checkpoint)
@@ -153,6 +158,42 @@ def explorer_data(model: str, tables: Mapping[str, str | Path | None], *,
                              "default_measure": default_measure(measures, is_decoder(tables["models"], model))}},
         "section_order": list(SECTION_ORDER), "examples": dict(examples), "notes": notes,
     }
+
+
+# The tables that hold a fine-tuned checkpoint's per-head measures (roles.finetuned, docs/roles.md).
+CHECKPOINT_TABLES = ("head_diagnostics", "surface_heads", "dependency_heads", "coref_heads")
+
+
+def measured_checkpoints(tables: Mapping[str, str | Path | None], model: str) -> list[str]:
+    """The fine-tuned checkpoints of ``model`` the study measures heads on, in the order the tables first name them."""
+    found: dict[str, None] = {}
+    for name in CHECKPOINT_TABLES:
+        if tables.get(name) is None or not Path(tables[name]).exists():
+            continue
+        rows = read_csv(tables[name])
+        found.update(dict.fromkeys(rows.loc[rows["model"].astype(str) == model, "checkpoint"].astype(str)))
+    return [c for c in found if c not in (PRETRAINED, RANDOM)]
+
+
+def checkpoint_measures(tables: Mapping[str, str | Path | None], model: str, shape: ModelShape, *,
+                        relations: Sequence[str], select_split: str,
+                        head_measures: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """The grid measures of each fine-tuned checkpoint the study measures heads on: the pretrained checkpoint's
+    surface, head-measure, dependency and coreference measures, of that checkpoint (``ID@CHECKPOINT``), a group per
+    checkpoint after the pretrained measures; the atlas page opens them for a head of that checkpoint."""
+    found = []
+    for checkpoint in measured_checkpoints(tables, model):
+        of_checkpoint = [
+            *surface_section(tables.get("surface_heads"), tables.get("attention_distance"), model, shape,
+                             checkpoint)[0],
+            *declared_measures(head_measures, tables, model, shape, checkpoint),
+            *dependency_section(tables.get("dependency_heads"), model, shape, relations=relations,
+                                select_split=select_split, checkpoint=checkpoint)[0],
+            *coreference_section(tables.get("coref_heads"), model, shape, checkpoint)[0]]
+        for measure in of_checkpoint:
+            measure.update(group=f"checkpoint {checkpoint}", label=f"{measure['label']} ({checkpoint})")
+        found += of_checkpoint
+    return found
 
 
 def head_explorer(model: str, tables: Mapping[str, str | Path | None], output: str | Path, *,

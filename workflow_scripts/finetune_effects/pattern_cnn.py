@@ -39,6 +39,7 @@ import pandas as pd
 from ..core.errors import AtlasError, InputFormatError
 from ..core.io import write_csv
 from ..core.stats import grouped_holdout
+from .classifier_scores import f1_scores, score_intervals
 from .pattern_cnn_network import CHANNELS, build_cnn, load_cnn, save_cnn
 from .pattern_rules import (
     CLASSES,
@@ -287,27 +288,14 @@ def example_groups(labels: pd.DataFrame) -> np.ndarray:
     return (labels["task"].astype(str) + "/" + labels["example_id"].astype(str)).to_numpy()
 
 
-def f1_scores(truth: np.ndarray, predicted: np.ndarray) -> tuple[float, float, dict[str, float]]:
-    """(macro-F1 over the classes present in truth or prediction, accuracy, F1 per class)."""
-    from sklearn.metrics import f1_score
-
-    truth, predicted = np.asarray(truth), np.asarray(predicted)
-    if len(truth) == 0:
-        return float("nan"), float("nan"), {c: float("nan") for c in CLASSES}
-    present = sorted(set(truth.tolist()) | set(predicted.tolist()))
-    per_class = f1_score(truth, predicted, labels=list(range(len(CLASSES))), average=None, zero_division=0)
-    per = {c: (float(per_class[i]) if i in present else float("nan")) for i, c in enumerate(CLASSES)}
-    macro = float(f1_score(truth, predicted, labels=present, average="macro", zero_division=0))
-    return macro, float(np.mean(truth == predicted)), per
-
-
 def train_pattern_cnn(seeded_path: str | Path, human_path: str | Path | None,
                       dumps: Mapping[tuple[str, str], tuple[str | Path, str | Path]], model_out: str | Path,
                       labels_out: str | Path, metrics_out: str | Path, *, model: str, size: int, epochs: int,
                       learning_rate: float, batch_size: int, holdout: float, thresholds: Thresholds, seed: int,
-                      threads: int) -> pd.DataFrame:
+                      threads: int, resamples: int = 0, bootstrap_seed: int = 0) -> pd.DataFrame:
     """Train the CNN on the seeded (and human) labels; write the model (``model_out``: safetensors weights, with
-    their JSON description beside them), the labels used and the F1 table."""
+    their JSON description beside them), the labels used and the F1 table, its scores with 95% intervals over the
+    held-out examples (``resamples`` bootstrap resamples, :func:`score_intervals`)."""
     seeded = read_labels(seeded_path, model=model)
     human = read_labels(human_path, default_source="human", model=model) if human_path else None
     labels = held_labels(merge_labels(seeded, human), dumps)
@@ -335,10 +323,15 @@ def train_pattern_cnn(seeded_path: str | Path, human_path: str | Path | None,
     rows = []
     for classifier, subset, mask, prediction, label_source in evaluations:
         macro, accuracy, per = f1_scores(targets[mask], prediction[mask])
+        spread = score_intervals(targets[mask], prediction[mask], groups[mask], resamples=resamples,
+                                 seed=bootstrap_seed)
         rows.append({"model": model, "classifier": classifier, "evaluated_on": subset, "label_source": label_source,
                      "n": int(mask.sum()), "n_train": int((~test).sum()), **examples, "n_human": int(is_human.sum()),
-                     "n_rule": int((~is_human).sum()), "macro_f1": macro, "accuracy": accuracy,
-                     **{f"f1_{c}": per[c] for c in CLASSES}, "size": size, "epochs": epochs, "seed": seed})
+                     "n_rule": int((~is_human).sum()), "macro_f1": macro, "macro_f1_low": spread["macro_f1_low"],
+                     "macro_f1_high": spread["macro_f1_high"], "accuracy": accuracy,
+                     "accuracy_low": spread["accuracy_low"], "accuracy_high": spread["accuracy_high"],
+                     **{f"f1_{c}": per[c] for c in CLASSES}, "size": size, "epochs": epochs, "seed": seed,
+                     "bootstrap_resamples": resamples, "bootstrap_seed": bootstrap_seed})
     metrics = pd.DataFrame(rows)
     write_csv(metrics, metrics_out)
     log.info("pattern CNN: %d labelled maps (%s), held-out macro-F1 %.3f on %d maps of %d examples", len(labels),

@@ -9,6 +9,7 @@ them with the functions below.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import pandas as pd
 
@@ -32,9 +33,10 @@ def checkpoint_order(name: str) -> tuple:
     return (1, info["task"], info["seed"], math.inf if step == "final" else step)
 
 
-def compared_checkpoints(rows: pd.DataFrame) -> list[str]:
-    """Checkpoints compared with a pretrained-model item: all but the random-init control and 'none'."""
-    names = {str(c) for c in rows["checkpoint"]} - {CONTROL, NO_CHECKPOINT}
+def compared_checkpoints(rows: pd.DataFrame, leave_out: Iterable[str] = ()) -> list[str]:
+    """Checkpoints compared with a pretrained-model item: all but the random-init control, 'none' and ``leave_out``
+    (the checkpoints measured for their head roles alone: StudyContext.role_checkpoints)."""
+    names = {str(c) for c in rows["checkpoint"]} - {CONTROL, NO_CHECKPOINT, *leave_out}
     return sorted(names, key=checkpoint_order)
 
 

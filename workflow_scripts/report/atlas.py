@@ -9,6 +9,10 @@ Roles, each from its own table (a study without the table has no rows for the ro
   selected on ``select_split`` and scored on ``score_split``, in the ``either`` direction ([C]'s Table 1;
   ``dependent_to_head`` for ``all``), the ``causal_union`` for a decoder: the found heads' choice (docs/ablation.md);
 - ``coreference`` (coref_best.csv): the best head (method ``head``, mention type ``all``, all documents);
+- ``dependency_accuracy`` (dependency_heads.csv): every head's accuracy per relation (``detail``) on the score split
+  of the syntax treebank, in [C]'s better direction of the two (``either``: the higher of dependent -> head and
+  head -> dependent; ``all``: dependent -> head; a decoder's ``causal_union``), so that a relation's heads rank;
+- ``coreference_accuracy`` (coref_heads.csv): every head's accuracy on all mentions of all documents;
 - ``pattern:CLASS`` (the pattern features of each analysed task's dev inputs): the share of the head's maps that
   [K]'s rules put in the class (``detail``: the task); Heterogeneous, the class of maps with no pattern, is no role;
 - ``causal_importance`` (head_disabling.csv): the drop of the fine-tuned checkpoint's dev metric when the head is
@@ -16,10 +20,15 @@ Roles, each from its own table (a study without the table has no rows for the ro
 
 Each role is on every checkpoint its table measures but the random-init control: the pretrained checkpoint, and a
 fine-tuned one where the study measures the role there (the pattern classes of each fine-tuned task's final
-checkpoint on its own dev inputs; the diagnostics, dependency and coreference heads where attention.checkpoints
-dumps fine-tuned checkpoints), so that tables/role_agreement.csv can set a role's heads before and after
-fine-tuning side by side. ``random_score`` is the same role of the same head (same input, relation, direction) on
-the model's random-init checkpoint, where the study measured it there.
+checkpoint on its own dev inputs; the diagnostics, dependency and coreference heads of the checkpoints of
+roles.finetuned, docs/roles.md, and of those attention.checkpoints dumps), so that tables/role_agreement.csv can set a
+role's heads before and after fine-tuning side by side. A checkpoint whose treebank dump is its score split alone
+(roles.finetuned) has ``dependency_accuracy`` but no ``dependency`` row: the best head there is selected on the
+selection split. ``random_score`` is the same role of the same head (same input, relation, direction) on the model's
+random-init checkpoint, where the study measured it there.
+
+:mod:`.atlas_halves` makes tables/atlas_halves.csv: the same roles' scores on two halves of the examples, the
+split-half floor of tables/role_agreement.csv.
 
 Signal subjects (``MODEL@SIGNAL``) are left out: the atlas compares models' attention weights, and
 tables/signal_comparison.csv sets the signals side by side.
@@ -42,11 +51,14 @@ INDUCTION_INPUT = "random_repeated"
 EITHER, DEP_TO_HEAD, CAUSAL_UNION, ALL = "either", "dependent_to_head", "causal_union", "all"
 NO_PATTERN = "Heterogeneous"
 # Roles in the order of the figure's panels (pattern roles come after coreference, in [K]'s class order).
-ROLE_ORDER = ("sink", "previous_token", "induction", "dependency", "coreference")
+ROLE_ORDER = ("sink", "previous_token", "induction", "dependency", "dependency_accuracy", "coreference",
+              "coreference_accuracy")
 LAST_ROLE = "causal_importance"
+# The roles of every head's accuracy: the atlas figure draws the best-head roles of the same quantities instead.
+ACCURACY_ROLES = ("dependency_accuracy", "coreference_accuracy")
 # The study tables the roles come from (the atlas rule's named inputs; the report's plan lists those planned).
 ATLAS_INPUTS = ("head_diagnostics", "dependency_best", "dependency_heads", "coref_best", "coref_heads",
-                "head_disabling")
+                "head_disabling", "head_diagnostics_halves", "dependency_halves")
 ROLE_COLUMNS = ["model", "checkpoint", "role", "detail", "layer", "head", "score", "ci_low", "ci_high",
                 "random_score"]
 MODEL_COLUMNS = ["model", "family", "parameters", "series", "revision", "step", "num_layers", "num_heads"]
@@ -134,6 +146,45 @@ def dependency_roles(best: pd.DataFrame, heads: pd.DataFrame | None, *, treebank
     return _role_frame(found, "dependency", found["relation"], "accuracy", "ci_low", "ci_high")
 
 
+def dependency_accuracy_roles(heads: pd.DataFrame, *, treebank: str, score_split: str, score: str = "accuracy",
+                              low: str | None = "ci_low", high: str | None = "ci_high",
+                              relations: Sequence[str] | None = None) -> pd.DataFrame:
+    """Every head's ``score`` per relation of dependency_heads.csv (or dependency_halves.csv) on ``score_split``, of
+    ``relations`` (syntax.relations, the dependency role's; None: every relation the table has), in the direction
+    the module's docstring says, with the random-init checkpoint's, chosen the same way."""
+    rows = heads[(heads["treebank"].astype(str) == treebank) & (heads["score_split"].astype(str) == score_split)]
+    if relations is not None:
+        rows = rows[rows["relation"].astype(str).isin(list(relations))]
+    if "select_split" in rows:  # one selection's rows hold each head's score-split accuracy once
+        rows = rows[rows["select_split"].astype(str) == score_split]
+    rows = rows.assign(model=rows["model"].astype(str), checkpoint=rows["checkpoint"].astype(str),
+                       relation=rows["relation"].astype(str), direction=rows["direction"].astype(str),
+                       layer=rows["layer"].astype(int), head=rows["head"].astype(int),
+                       value=pd.to_numeric(rows[score], errors="coerce"))
+    causal = rows.groupby("model")["direction"].transform(lambda d: (d == CAUSAL_UNION).any())
+    fixed = np.where(causal, CAUSAL_UNION, np.where(rows["relation"] == ALL, DEP_TO_HEAD, ""))
+    rows = rows[(fixed == "") | (rows["direction"].to_numpy() == fixed)]
+    # [C]'s either: each head's better direction (the first listed on a tie), over the directions it has.
+    rows = rows.sort_values("value", ascending=False, kind="stable", na_position="last")
+    keys = ["model", "checkpoint", "relation", "layer", "head"]
+    rows = rows.drop_duplicates(keys).sort_values(keys, kind="stable")
+    found = rows[rows["checkpoint"] != RANDOM]
+    control = rows[rows["checkpoint"] == RANDOM]
+    found = _with_control(found, control, ["model", "relation", "layer", "head"], "value")
+    return _role_frame(found, "dependency_accuracy", found["relation"], "value", low, high)
+
+
+def coreference_accuracy_roles(heads: pd.DataFrame, *, score: str = "accuracy", low: str | None = "ci_low",
+                               high: str | None = "ci_high") -> pd.DataFrame:
+    """Every head's ``score`` on all mentions of coref_heads.csv, with the random-init checkpoint's."""
+    rows = heads[heads["mention_type"].astype(str) == ALL]
+    rows = rows.assign(model=rows["model"].astype(str), checkpoint=rows["checkpoint"].astype(str),
+                       layer=rows["layer"].astype(int), head=rows["head"].astype(int))
+    found, control = rows[rows["checkpoint"] != RANDOM], rows[rows["checkpoint"] == RANDOM]
+    found = _with_control(found, control, ["model", "layer", "head"], score)
+    return _role_frame(found, "coreference_accuracy", "all mentions", score, low, high)
+
+
 def coreference_roles(best: pd.DataFrame, heads: pd.DataFrame | None) -> pd.DataFrame:
     """The best coreference head of coref_best.csv (method head, mention type all, selected and scored on all
     documents), with the same head's accuracy on the random-init checkpoint from coref_heads.csv."""
@@ -182,11 +233,18 @@ def disabling_roles(disabling: pd.DataFrame) -> pd.DataFrame:
     return _role_frame(rows, LAST_ROLE, detail, "importance", None, None)
 
 
-def _pattern_frames(patterns: Sequence[tuple[str, str, str, str | Path]]) -> list[pd.DataFrame]:
+PATTERN_COLUMNS = ["example_id", "layer", "head", "rule_class"]
+
+
+def read_pattern_features(patterns: Sequence[tuple[str, str, str, str | Path]]) -> dict[tuple[str, str, str],
+                                                                                         pd.DataFrame]:
+    """(model, checkpoint, task) -> the rule class of each of its maps (pattern_features.parquet)."""
+    return {(m, c, t): pd.read_parquet(path, columns=PATTERN_COLUMNS) for m, c, t, path in patterns}
+
+
+def pattern_frames(features: Mapping[tuple[str, str, str], pd.DataFrame]) -> list[pd.DataFrame]:
     """The pattern roles of every (model, checkpoint, task) but the random-init control's, each checkpoint scored on
     every class any checkpoint of the model has on the task."""
-    columns = ["layer", "head", "rule_class"]
-    features = {(m, c, t): pd.read_parquet(path, columns=columns) for m, c, t, path in patterns}
     classes: dict[tuple[str, str], set[str]] = {}
     for (model, checkpoint, task), frame in features.items():
         if checkpoint != RANDOM:
@@ -248,27 +306,41 @@ def _stack(frames: list[pd.DataFrame], like: pd.DataFrame | None = None) -> pd.D
     return like.iloc[0:0] if like is not None else pd.DataFrame(columns=ROLE_COLUMNS)
 
 
-def atlas_table(models: str | Path, output: str | Path, *, family_of: Callable[[str | None], str],
-                tables: Mapping[str, str | Path | None], patterns: Sequence[tuple[str, str, str, str | Path]] = (),
-                parameters: Mapping[str, int | None] | None = None, revisions: Mapping[str, Sequence] | None = None,
-                treebank: str, select_split: str, score_split: str) -> pd.DataFrame:
-    """Write tables/atlas.csv. ``tables``: name -> path of the study tables it reads (head_diagnostics,
-    dependency_best, dependency_heads, coref_best, coref_heads, head_disabling), None or absent where the study
-    has none; ``patterns``: (model, checkpoint, task, pattern_features.parquet): pretrained, fine-tuned and
-    random (the control)."""
-    read = {name: read_csv(path) for name, path in tables.items() if path is not None}
+def role_frames(read: Mapping[str, pd.DataFrame], features: Mapping[tuple[str, str, str], pd.DataFrame], *,
+                treebank: str, select_split: str, score_split: str,
+                relations: Sequence[str] | None = None) -> pd.DataFrame:
+    """Every role's rows (ROLE_COLUMNS) from the study tables read (name -> table of ATLAS_INPUTS) and the pattern
+    features."""
     frames = []
     if "head_diagnostics" in read:
         frames.append(diagnostic_roles(read["head_diagnostics"]))
     if "dependency_best" in read:
         frames.append(dependency_roles(read["dependency_best"], read.get("dependency_heads"), treebank=treebank,
                                        select_split=select_split, score_split=score_split))
+    if "dependency_heads" in read:
+        frames.append(dependency_accuracy_roles(read["dependency_heads"], treebank=treebank, score_split=score_split,
+                                                relations=relations))
     if "coref_best" in read:
         frames.append(coreference_roles(read["coref_best"], read.get("coref_heads")))
-    frames += _pattern_frames(patterns)
+    if "coref_heads" in read:
+        frames.append(coreference_accuracy_roles(read["coref_heads"]))
+    frames += pattern_frames(features)
     if "head_disabling" in read:
         frames.append(disabling_roles(read["head_disabling"]))
-    info = model_info(read_csv(models), family_of, parameters or {}, revisions or {})
-    frame = assemble(_stack(frames), info)
+    return _stack(frames)
+
+
+def atlas_table(models: str | Path, output: str | Path, *, family_of: Callable[[str | None], str],
+                tables: Mapping[str, str | Path | None], patterns: Sequence[tuple[str, str, str, str | Path]] = (),
+                parameters: Mapping[str, int | None] | None = None, revisions: Mapping[str, Sequence] | None = None,
+                treebank: str, select_split: str, score_split: str,
+                relations: Sequence[str] | None = None) -> pd.DataFrame:
+    """Write tables/atlas.csv (atlas_halves.atlas_tables writes it with its halves). ``tables``: name -> path of the
+    study tables it reads (ATLAS_INPUTS), None or absent where the study has none; ``patterns``: (model, checkpoint,
+    task, pattern_features.parquet): pretrained, fine-tuned and random (the control)."""
+    read = {name: read_csv(path) for name, path in tables.items() if path is not None}
+    roles = role_frames(read, read_pattern_features(patterns), treebank=treebank, select_split=select_split,
+                        score_split=score_split, relations=relations)
+    frame = assemble(roles, model_info(read_csv(models), family_of, parameters or {}, revisions or {}))
     write_csv(frame, output)
     return frame

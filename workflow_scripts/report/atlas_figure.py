@@ -22,7 +22,7 @@ from matplotlib.ticker import ScalarFormatter
 from ..core.figures import literal_text, save_figure
 from ..core.io import read_csv
 from ..core.sizes import PARAMETERS, size_text
-from .atlas import role_position
+from .atlas import ACCURACY_ROLES, role_position
 
 PRETRAINED = "pretrained"
 TOP_HEADS = 3  # per (model, checkpoint, role, detail): enough to see where a role sits, few enough to read
@@ -92,6 +92,8 @@ def atlas_figure(frame: pd.DataFrame, *, top: int = TOP_HEADS):
     score last) and the rings of each model's top head the collection labelled ``top head``."""
     import matplotlib.pyplot as plt
 
+    # The best-head roles stand for every head's accuracy of the same quantity (the atlas page draws those).
+    frame = frame[~frame["role"].astype(str).isin(ACCURACY_ROLES)]
     frame = frame.assign(x=head_positions(frame)) if not frame.empty else frame.assign(x=pd.Series(dtype=float))
     frame = shown_checkpoints(frame)
     models = frame.drop_duplicates("model")  # the table is in the figure's model order

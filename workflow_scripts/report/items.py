@@ -54,13 +54,16 @@ class StudyContext:
     syntax_treebank: str = "ewt"
     treebank_names: dict[str, str] = field(default_factory=dict)  # display names: {"ewt": "EWT", ...}
     languages: dict[str, str] = field(default_factory=dict)       # corpus -> ISO 639 code: {"ewt": "en"}
+    # The fine-tuned checkpoints measured for their head roles alone (roles.finetuned, not attention.checkpoints):
+    # role agreement compares them; the paper comparison of the pretrained model's items leaves them out.
+    role_checkpoints: tuple[str, ...] = ()
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> StudyContext:
         """The context from a rule's ``params.context`` (``Study.report_context()``); unknown keys are ignored,
         missing ones take their defaults (a context of an older study has no syntax_treebank, treebank_names
         or languages)."""
-        tuples = ("models", "relations", "tasks", "finetuned_tasks", "analysed_tasks")
+        tuples = ("models", "relations", "tasks", "finetuned_tasks", "analysed_tasks", "role_checkpoints")
         known = {k: (tuple(v) if k in tuples else v) for k, v in values.items() if k in cls.__dataclass_fields__}
         if "predictions" in known:
             known["predictions"] = {g: list(t) for g, t in dict(known["predictions"]).items()}

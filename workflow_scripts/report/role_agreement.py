@@ -1,14 +1,21 @@
-"""Role agreement (docs/report.md, "tables/role_agreement.csv"): how far a head keeps its role between two related
-subjects of the study, for every role of the atlas (tables/atlas.csv) that both subjects have.
+"""Role agreement (docs/roles.md, "tables/role_agreement.csv"): how far a head keeps its role between two related
+subjects of the study, for every role of the atlas (tables/atlas.csv) that both subjects have, each read against its
+own noise floor (role_floors.py).
 
 The pairs come from the report's plan (workflow_scripts/study/plans/report.py), which knows the study's checkpoints
-and revisions: a model's pretrained checkpoint and each fine-tuned run's final checkpoint (``pretrained_vs_finetuned``),
-the final checkpoints of two seeds of one task (``finetune_seeds``), each revision of a series and the next
-(``revision_next``) and the last (``revision_last``), a model's attention and each of its signals
-(``attention_vs_signal``). Per pair and role (role + detail), over the heads both subjects score:
+and revisions: a model's pretrained checkpoint and each fine-tuned checkpoint of roles.finetuned and each fine-tuned
+run's final checkpoint (``pretrained_vs_finetuned``), the same checkpoint of two seeds of one task
+(``finetune_seeds``), each revision of a series and the next (``revision_next``) and the last (``revision_last``), a
+model's attention and each of its signals (``attention_vs_signal``). Per pair and role (role + detail), over the heads
+both subjects score:
 
 - ``rho``: Spearman's rank correlation of the per-head scores, with a percentile bootstrap interval over heads
   (``rho_low``, ``rho_high``: heads resampled with replacement, pairs kept; the study's resamples and seed);
+- the floor it is read against: ``split_half_rho`` and the Spearman-Brown corrected ``floor_rho``/``floor_low``/
+  ``floor_high`` of the first subject (tables/atlas_halves.csv), and where the study has two or more seeds of the
+  task, ``seed_rho`` (``seed_low``, ``seed_high``): the rho of the second subject's role and the same checkpoint of
+  another seed (``seed_checkpoint``); then the ``verdict`` (``moved``, ``kept``, ``noisy``, ``same weights``);
+- the best head: ``first_best``, ``second_best``, ``best_kept`` and ``best_change`` with its interval;
 - ``jaccard_top``: |A & B| / |A | B| of the two subjects' top heads, the ``top_heads`` highest scores (5% of the
   heads, at least 3; ties broken by layer, then head);
 - ``kept_share``: the share of the first subject's role heads that are role heads of the second too
@@ -19,15 +26,15 @@ the final checkpoints of two seeds of one task (``finetune_seeds``), each revisi
   when it is one of the top heads.
 
 A role of which the atlas holds one head per subject (a relation's best dependency head, the best coreference head)
-has no ranking to correlate: the row says whether the best head stays the best (``jaccard_top`` and ``kept_share``
-1 or 0) and ``rho`` is empty. Nothing is left out silently: a pair of different shapes (layers x heads), a subject
-the atlas has no rows of (the atlas leaves signal subjects out) and the roles measured on one subject only are rows
-with a ``note`` and no numbers.
+has no ranking to correlate; where both subjects have every head's accuracy of it (``dependency_accuracy``,
+``coreference_accuracy``), that role's row says it all (rho, and the best head's columns) and the best-head role is not
+compared again; otherwise its row says whether the best head stays the best and ``rho`` is empty. Nothing is left
+out silently: a pair of different shapes (layers x heads), a subject the atlas has no rows of (the atlas leaves signal
+subjects out) and the roles measured on one subject only are rows with a ``note`` and no numbers.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,63 +43,24 @@ import numpy as np
 import pandas as pd
 
 from ..core.io import read_csv, write_csv
+from .head_ranks import role_heads, spearman_interval, top_count, top_heads
+from .role_floors import best_head_change, split_half_floor, verdict
 
-TOP_SHARE, TOP_MIN = 0.05, 3
+__all__ = ["COLUMNS", "compare_pair", "compare_role", "role_agreement", "role_agreement_table", "spearman_interval",
+           "top_count", "top_heads"]
+
 # Roles whose heads a published threshold defines ([C] section 3); the sink's comes from the config (``thresholds``).
 FIXED_THRESHOLDS = {"previous_token": 0.5}
-LEVEL = 0.95
 PATTERN = "pattern:"
+# A best-head role and the role of every head's score of the same quantity, which says more.
+BEST_HEAD_ROLES = {"dependency": "dependency_accuracy", "coreference": "coreference_accuracy"}
 COLUMNS = ["relation", "role", "detail", "first_model", "first_checkpoint", "second_model", "second_checkpoint",
-           "heads", "rho", "rho_low", "rho_high", "top_heads", "jaccard_top", "role_heads", "kept_share", "note",
-           "role_rule", "lost_heads", "num_layers", "num_heads", "bootstrap_resamples", "bootstrap_seed"]
-
-
-def top_count(heads: int) -> int:
-    """How many top heads a subject has: 5% of its heads, at least 3 (all of them where it has fewer)."""
-    return min(heads, max(TOP_MIN, math.ceil(TOP_SHARE * heads)))
-
-
-def top_heads(scores: pd.Series, count: int) -> set[tuple[int, int]]:
-    """The ``count`` (layer, head) of highest score; ties go to the lower layer, then the lower head."""
-    ordered = scores.reset_index().sort_values(["score", "layer", "head"], ascending=[False, True, True],
-                                               kind="stable")
-    return set(zip(ordered["layer"].head(count).astype(int), ordered["head"].head(count).astype(int), strict=True))
-
-
-def role_heads(scores: pd.Series, threshold: float | None) -> set[tuple[int, int]]:
-    """The heads with the role: score above ``threshold``, or the top heads where the role has no threshold."""
-    if threshold is None:
-        return top_heads(scores, top_count(len(scores)))
-    above = scores[scores > threshold]
-    return set(zip(above.index.get_level_values("layer").astype(int), above.index.get_level_values("head").astype(int),
-                   strict=True))
-
-
-def _spearman_rows(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """Spearman's rho of each row of ``first`` with the same row of ``second`` (average ranks for ties; NaN where a
-    row is constant)."""
-    from scipy.stats import rankdata
-
-    x, y = rankdata(first, axis=-1), rankdata(second, axis=-1)
-    x, y = x - x.mean(axis=-1, keepdims=True), y - y.mean(axis=-1, keepdims=True)
-    spread = np.sqrt((x * x).sum(axis=-1) * (y * y).sum(axis=-1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(spread > 0, (x * y).sum(axis=-1) / np.where(spread > 0, spread, 1.0), np.nan)
-
-
-def spearman_interval(first: np.ndarray, second: np.ndarray, *, resamples: int, seed: int,
-                      level: float = LEVEL) -> tuple[float, float, float]:
-    """(rho, low, high): Spearman's rho of the paired scores and its percentile bootstrap interval over the pairs."""
-    first, second = np.asarray(first, dtype=np.float64), np.asarray(second, dtype=np.float64)
-    rho = float(_spearman_rows(first, second))
-    if len(first) < 3 or not np.isfinite(rho) or resamples <= 0:
-        return rho, np.nan, np.nan
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(first), size=(resamples, len(first)))
-    samples = _spearman_rows(first[picks], second[picks])
-    alpha = (1 - level) / 2
-    low, high = np.nanquantile(samples, [alpha, 1 - alpha]) if np.isfinite(samples).any() else (np.nan, np.nan)
-    return rho, float(low), float(high)
+           "heads", "rho", "rho_low", "rho_high", "split_half_rho", "floor_rho", "floor_low", "floor_high",
+           "seed_checkpoint", "seed_rho", "seed_low", "seed_high", "verdict", "first_best", "second_best", "best_kept",
+           "best_change", "best_change_low", "best_change_high", "top_heads", "jaccard_top", "role_heads",
+           "kept_share", "note", "role_rule", "lost_heads", "num_layers", "num_heads", "floor_correction",
+           "noisy_below", "bootstrap_resamples", "bootstrap_seed"]
+INTEGERS = ("heads", "top_heads", "role_heads", "num_layers", "num_heads")
 
 
 def compare_role(first: pd.Series, second: pd.Series, *, threshold: float | None, resamples: int,
@@ -109,7 +77,7 @@ def compare_role(first: pd.Series, second: pd.Series, *, threshold: float | None
     lost = sorted(had - has)
     rule = f"score > {threshold:g}" if threshold is not None else f"top {count} heads"
     return {"heads": len(common), "rho": rho, "rho_low": low, "rho_high": high, "top_heads": count,
-            "jaccard_top": len(top_a & top_b) / len(top_a | top_b), "role_heads": len(had),
+            "jaccard_top": len(top_a & top_b) / len(top_a | top_b) if top_a | top_b else np.nan, "role_heads": len(had),
             "kept_share": (len(had) - len(lost)) / len(had) if had else np.nan, "role_rule": rule,
             "lost_heads": " ".join(f"{layer}:{head}" for layer, head in lost),
             "note": "" if had else f"no head of the first subject has the role ({rule})"}
@@ -130,35 +98,50 @@ def _label(role: str, detail: str) -> str:
 
 
 def compare_pair(atlas: pd.DataFrame, pair: Mapping[str, Any], *, thresholds: Mapping[str, float],
-                 resamples: int, seed: int) -> list[dict[str, Any]]:
+                 resamples: int, seed: int, halves: pd.DataFrame | None = None,
+                 noisy_below: float = 0.5) -> list[dict[str, Any]]:
     """The rows of one pair: one per role both subjects have, or one note row where the pair cannot be compared,
-    and one note row naming the roles only one subject has."""
+    and one note row naming the roles only one subject has. ``halves``: tables/atlas_halves.csv (the floors);
+    ``pair``'s ``seed_checkpoint`` (the seed floor) and ``same_weights`` (a note, and the verdict) where it has them."""
     first, second = (str(pair["first_model"]), str(pair["first_checkpoint"])), (str(pair["second_model"]),
                                                                                   str(pair["second_checkpoint"]))
     base = {"relation": pair["relation"], "first_model": first[0], "first_checkpoint": first[1],
             "second_model": second[0], "second_checkpoint": second[1], "role": "", "detail": "",
-            "bootstrap_resamples": resamples, "bootstrap_seed": seed}
-    rows_a, rows_b = _subject(atlas, *first), _subject(atlas, *second)
+            "noisy_below": noisy_below, "bootstrap_resamples": resamples, "bootstrap_seed": seed}
+    rows_a, rows_b = subject_rows(atlas, *first), subject_rows(atlas, *second)
     missing = [" ".join(subject) for subject, rows in ((first, rows_a), (second, rows_b)) if rows.empty]
     if missing:
         why = f": {pair['why_absent']}" if pair.get("why_absent") else ""
         return [{**base, "note": f"the atlas has no role rows of {' and '.join(missing)}{why}"}]
-    shape_a, shape_b = _shape(rows_a), _shape(rows_b)
+    shape_a, shape_b = subject_shape(rows_a), subject_shape(rows_b)
     base.update(num_layers=shape_a[0], num_heads=shape_a[1])
     if shape_a != shape_b:
         return [{**base, "num_layers": np.nan, "num_heads": np.nan,
                  "note": f"different shapes (layers x heads): {shape_a[0]} x {shape_a[1]} and {shape_b[0]} x "
                          f"{shape_b[1]}; heads of different models do not pair"}]
     task = pair.get("task")
-    roles_a, roles_b = _roles(rows_a, task), _roles(rows_b, task)
+    roles_a, roles_b = roles_of(rows_a, task), roles_of(rows_b, task)
+    seed_checkpoint = pair.get("seed_checkpoint")
+    roles_seed = roles_of(subject_rows(atlas, second[0], str(seed_checkpoint)), task) if seed_checkpoint else {}
+    halves_a = subject_rows(halves, *first) if halves is not None else None
+    same_weights = bool(pair.get("same_weights"))
     out = []
-    for role, detail in [key for key in roles_a if key in roles_b]:
-        scores = [_scores(roles, role, detail) for roles in (roles_a, roles_b)]
+    for role, detail in compared_roles(roles_a, roles_b):
         threshold = thresholds.get(role)
-        out.append({**base, "role": role, "detail": detail,
-                    **compare_role(*scores, threshold=None if threshold is None else float(threshold),
-                                   resamples=resamples, seed=seed)})
-    only = [(side, [_label(*key) for key in roles if key not in other])
+        row = {**base, "role": role, "detail": detail,
+               **compare_role(_scores(roles_a, role, detail), _scores(roles_b, role, detail),
+                              threshold=None if threshold is None else float(threshold), resamples=resamples,
+                              seed=seed)}
+        row.update(_against_floors(roles_a, roles_b, roles_seed, halves_a, role, detail, resamples=resamples,
+                                   seed=seed))
+        if (role, detail) in roles_seed:
+            row["seed_checkpoint"] = seed_checkpoint
+        row["verdict"] = verdict(row, noisy_below=noisy_below, same_weights=same_weights)
+        if same_weights:
+            row["note"] = "; ".join(filter(None, [pair.get("weights_note", "the two hold the same weights"),
+                                                  row["note"]]))
+        out.append(row)
+    only = [(side, [_label(*key) for key in roles if key not in other and _shown_alone(key, roles, other)])
             for side, roles, other in (("first", roles_a, roles_b), ("second", roles_b, roles_a))]
     only = [f"only on the {side}: {', '.join(labels)}" for side, labels in only if labels]
     if only:
@@ -166,17 +149,57 @@ def compare_pair(atlas: pd.DataFrame, pair: Mapping[str, Any], *, thresholds: Ma
     return out
 
 
-def _subject(atlas: pd.DataFrame, model: str, checkpoint: str) -> pd.DataFrame:
+def compared_roles(roles_a: Mapping, roles_b: Mapping) -> list[tuple[str, str]]:
+    """The (role, detail) both subjects have, but a best-head role whose every-head role both have."""
+    return [key for key in roles_a if key in roles_b and not _covered(key[0], roles_a, roles_b)]
+
+
+def _covered(role: str, *sides: Mapping) -> bool:
+    every = BEST_HEAD_ROLES.get(role)
+    return every is not None and all(any(name == every for name, _ in side) for side in sides)
+
+
+def _shown_alone(key: tuple[str, str], roles: Mapping, other: Mapping) -> bool:
+    """Whether a role one subject has alone is worth its note: not a best-head role whose every-head role both
+    subjects have (a fine-tuned checkpoint of roles.finetuned has no dependency best head: docs/roles.md)."""
+    return not _covered(key[0], roles, other)
+
+
+def _against_floors(roles_a: Mapping, roles_b: Mapping, roles_seed: Mapping, halves_a: pd.DataFrame | None,
+                    role: str, detail: str, *, resamples: int, seed: int) -> dict[str, Any]:
+    """The floor, seed floor and best-head columns of one compared role."""
+    first, second = role_rows(roles_a, role, detail), role_rows(roles_b, role, detail)
+    common = first.index.intersection(second.index)
+    found: dict[str, Any] = {}
+    if len(common) > 1:
+        role_halves = None
+        if halves_a is not None and not halves_a.empty:
+            part = halves_a[(halves_a["role"].astype(str) == role)
+                            & (halves_a["detail"].fillna("").astype(str) == detail)]
+            role_halves = part.set_index(["layer", "head"])[["score_half_a", "score_half_b"]].astype(float)
+        found.update(split_half_floor(role_halves, common, resamples=resamples, seed=seed))
+    if (role, detail) in roles_seed and len(common) > 1:
+        other = role_rows(roles_seed, role, detail)["score"]
+        shared = second.index.intersection(other.index)
+        rho, low, high = spearman_interval(second["score"].loc[shared].to_numpy(), other.loc[shared].to_numpy(),
+                                           resamples=resamples, seed=seed)
+        found.update(seed_rho=rho, seed_low=low, seed_high=high)
+    if len(first) and len(second):
+        found.update(best_head_change(first.loc[common] if len(common) > 1 else first, second))
+    return found
+
+
+def subject_rows(atlas: pd.DataFrame, model: str, checkpoint: str) -> pd.DataFrame:
     return atlas[(atlas["model"].astype(str) == model) & (atlas["checkpoint"].astype(str) == checkpoint)]
 
 
-def _shape(rows: pd.DataFrame) -> tuple[int, int]:
+def subject_shape(rows: pd.DataFrame) -> tuple[int, int]:
     layers = int(rows["num_layers"].iloc[0])
     heads = int(rows["num_heads"].iloc[0]) if "num_heads" in rows.columns else int(rows["head"].max()) + 1
     return layers, heads
 
 
-def _roles(rows: pd.DataFrame, task: str | None) -> dict[tuple[str, str], pd.DataFrame]:
+def roles_of(rows: pd.DataFrame, task: str | None) -> dict[tuple[str, str], pd.DataFrame]:
     """(role, detail) -> its rows, in the atlas's order. With a fine-tuned task, a pattern class measured on
     another task's inputs belongs to no pair with that task's checkpoint and is left out."""
     detail = rows["detail"].fillna("").astype(str)
@@ -188,26 +211,37 @@ def _roles(rows: pd.DataFrame, task: str | None) -> dict[tuple[str, str], pd.Dat
     return roles
 
 
-def _scores(roles: Mapping[tuple[str, str], pd.DataFrame], role: str, detail: str) -> pd.Series:
+def role_rows(roles: Mapping[tuple[str, str], pd.DataFrame], role: str, detail: str) -> pd.DataFrame:
+    """A role's rows indexed by (layer, head): score and its interval (NaN where the atlas has none)."""
     part = roles[role, detail]
     index = pd.MultiIndex.from_arrays([part["layer"].astype(int), part["head"].astype(int)], names=["layer", "head"])
-    return pd.Series(part["score"].astype(float).to_numpy(), index=index, name="score").dropna()
+    columns = {name: (part[name].astype(float).to_numpy() if name in part else np.nan)
+               for name in ("score", "ci_low", "ci_high")}
+    return pd.DataFrame(columns, index=index).dropna(subset=["score"])
+
+
+def _scores(roles: Mapping[tuple[str, str], pd.DataFrame], role: str, detail: str) -> pd.Series:
+    return role_rows(roles, role, detail)["score"]
 
 
 def role_agreement(atlas: pd.DataFrame, pairs: Sequence[Mapping[str, Any]], *, thresholds: Mapping[str, float],
-                   resamples: int, seed: int) -> pd.DataFrame:
+                   resamples: int, seed: int, halves: pd.DataFrame | None = None,
+                   noisy_below: float = 0.5) -> pd.DataFrame:
     """Every pair's rows, in the order of ``pairs``."""
     thresholds = {**FIXED_THRESHOLDS, **thresholds}
     rows = [row for pair in pairs
-            for row in compare_pair(atlas, pair, thresholds=thresholds, resamples=resamples, seed=seed)]
+            for row in compare_pair(atlas, pair, thresholds=thresholds, resamples=resamples, seed=seed,
+                                    halves=halves, noisy_below=noisy_below)]
     frame = pd.DataFrame(rows, columns=COLUMNS)
-    return frame.astype({"heads": "Int64", "top_heads": "Int64", "role_heads": "Int64", "num_layers": "Int64",
-                         "num_heads": "Int64"})
+    frame["best_kept"] = frame["best_kept"].astype("boolean")
+    return frame.astype({column: "Int64" for column in INTEGERS})
 
 
 def role_agreement_table(atlas: str | Path, output: str | Path, *, pairs: Sequence[Mapping[str, Any]],
-                         thresholds: Mapping[str, float], resamples: int, seed: int) -> pd.DataFrame:
-    """Write tables/role_agreement.csv from tables/atlas.csv (rule role_agreement)."""
-    frame = role_agreement(read_csv(atlas), pairs, thresholds=thresholds, resamples=resamples, seed=seed)
+                         thresholds: Mapping[str, float], resamples: int, seed: int,
+                         halves: str | Path | None = None, noisy_below: float = 0.5) -> pd.DataFrame:
+    """Write tables/role_agreement.csv from tables/atlas.csv and tables/atlas_halves.csv (rule role_agreement)."""
+    frame = role_agreement(read_csv(atlas), pairs, thresholds=thresholds, resamples=resamples, seed=seed,
+                           halves=read_csv(halves) if halves is not None else None, noisy_below=noisy_below)
     write_csv(frame, output)
     return frame

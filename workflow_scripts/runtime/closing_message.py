@@ -75,6 +75,8 @@ def closing_message(results: str | os.PathLike[str], argv: Sequence[str], warnin
     elif pages:
         lines.append("Head explorer (open a page in a browser):")
         lines += [f"  {page}" for page in pages]
+        if index.exists():
+            lines.append(f"  {index}  (the atlas: every model's heads by role and checkpoint, and role agreement)")
     lines.append("Report (every figure and table in one HTML file):")
     lines.append(f"  {report_command(argv)}")
     return "\n".join(lines)

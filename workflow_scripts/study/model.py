@@ -224,6 +224,9 @@ class Study:
             "languages": {name: self.corpora.language(name) for name in self.splits},
             # The bootstrap resamples B of the syntax tables: a p-value at the floor 1/B prints as "p < 1/B".
             "resamples": syntax["bootstrap_resamples"],
+            # Measured for their head roles alone: role agreement's, not the paper comparison's (docs/roles.md).
+            "role_checkpoints": sorted({checkpoint for _, checkpoint in self.stage("finetune").role_checkpoints}
+                                       - set(self.config["attention"]["checkpoints"])),
         }
 
     def outputs(self) -> list[str]:

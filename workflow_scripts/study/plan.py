@@ -32,10 +32,11 @@ from ..core.errors import ConfigError
 from ..core.subjects import base_model
 from .build import build_study
 from .config import resolve_config
+from .model import Study
 from .plan_counts import forward_passes
 from .plan_dry_run import PlanError, dry_run, jobs_per_stage
 from .plan_memory import memory_summary
-from .plan_sizes import BYTES_PER_VALUE, model_shape, size_dump
+from .plan_sizes import BYTES_PER_VALUE, DumpSize, model_shape, size_dump
 from .plan_text import format_plan
 from .plan_timing import Rates, estimate, parse_rates, storage_rate, time_models
 
@@ -49,12 +50,7 @@ def make_plan(configfiles: list[str], cli: list[str], *, network: bool = True, t
     every = dry_run(configfiles, cli, forceall=True)
     remaining = dry_run(configfiles, cli, forceall=False) if Path(study.results).exists() else None
     shapes = {model: model_shape(study, model, network=network) for model in study.models}
-    keys = [tuple(job.wildcard(w) for w in ("model", "checkpoint", "corpus", "split"))
-            for job in every if job.rule == "attention_dump_manifest"]
-    dumps = []
-    for key in keys:
-        shape = shapes[base_model(key[0])]
-        dumps.append(size_dump(study, key, shape.layers_heads, causal=shape.causal))
+    dumps = sized_dumps(study, every, shapes)
     per_value = BYTES_PER_VALUE[config["attention"]["compression"]]
     sized = [d for d in dumps if d.values is not None]
     bound_only = [d for d in dumps if d.values is None and d.values_max is not None]
@@ -73,6 +69,7 @@ def make_plan(configfiles: list[str], cli: list[str], *, network: bool = True, t
                   for d in dumps]
         time = {"given": rates is not None, "rates": model_rates, "storage": storage,
                 **estimate(passes["per_model"], model_rates, stored, storage)}
+    roles = roles_added(configfiles, cli, study, every, dumps, passes, shapes, time=time, per_value=per_value)
     models = {model: {**asdict(shape), "layers_heads": shape.layers_heads, "mlm_head": shape.mlm_head,
                       "causal": shape.causal, "dumps": sum(base_model(d.model) == model for d in dumps)}
               for model, shape in shapes.items()}
@@ -94,7 +91,45 @@ def make_plan(configfiles: list[str], cli: list[str], *, network: bool = True, t
                     "splits": sorted({f"{d.model} {d.corpus}/{d.split}" for d in dumps if d.values_max is None})},
         # ... and every dump as if every example reached max_length.
         "at_most": {"values": values_max, "bytes": values_max * per_value},
-        "forward_passes": passes, "time": time, "gpu_memory": memory_summary(config)}))
+        "forward_passes": passes, "time": time, "roles": roles, "gpu_memory": memory_summary(config)}))
+
+
+def sized_dumps(study: Study, every: list, shapes: dict) -> list[DumpSize]:
+    """Every dump of the dry run's jobs (one attention_dump_manifest job each), sized (plan_sizes.py)."""
+    keys = [tuple(job.wildcard(w) for w in ("model", "checkpoint", "corpus", "split"))
+            for job in every if job.rule == "attention_dump_manifest"]
+    return [size_dump(study, key, shapes[base_model(key[0])].layers_heads, causal=shapes[base_model(key[0])].causal)
+            for key in keys]
+
+
+def dump_bytes_of(dumps: list[DumpSize], per_value: float) -> float:
+    """The dumps' bytes as the disk lines count them: sized, else at their bound."""
+    return per_value * sum(d.values or d.values_max or 0 for d in dumps)
+
+
+def roles_added(configfiles: list[str], cli: list[str], study: Study, every: list, dumps: list[DumpSize],
+                passes: dict[str, Any], shapes: dict, *, time: dict[str, Any] | None,
+                per_value: float) -> dict[str, Any] | None:
+    """What roles.finetuned adds to the study (docs/roles.md): the plan's jobs, dump bytes, forward passes and time
+    less those of the same study with ``roles.finetuned: []`` (another dry run); None where it names no
+    checkpoint."""
+    if not study.finetune.role_checkpoints:
+        return None
+    without_cli = [*cli, "roles={finetuned: []}"]
+    bare = build_study(resolve_config(configfiles, without_cli))
+    bare_every = dry_run(configfiles, without_cli, forceall=True)
+    bare_dumps = sized_dumps(bare, bare_every, shapes)
+    bare_passes = forward_passes(bare, bare_dumps, shapes)
+    added = {"checkpoints": len(study.finetune.role_checkpoints), "jobs": len(every) - len(bare_every),
+             "dumps": len(dumps) - len(bare_dumps),
+             "bytes": dump_bytes_of(dumps, per_value) - dump_bytes_of(bare_dumps, per_value),
+             "extraction_examples": passes["extraction"] - bare_passes["extraction"], "seconds": None}
+    if time is not None:
+        stored = [(base_model(d.model), d.examples or 0, per_value * (d.values or d.values_max or 0))
+                  for d in bare_dumps]
+        bare_time = estimate(bare_passes["per_model"], time["rates"], stored, time["storage"])
+        added["seconds"] = time["total_s"] - bare_time["total_s"]
+    return added
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -158,6 +158,17 @@ def time_lines(plan: dict[str, Any]) -> list[str]:
     return lines
 
 
+def role_lines(roles: dict[str, Any] | None) -> list[str]:
+    """What roles.finetuned adds (plan.roles_added): none where it names no checkpoint."""
+    if not roles:
+        return []
+    seconds = f", about {duration(roles['seconds'])} more" if roles["seconds"] is not None else ""
+    return [f"Head roles of {roles['checkpoints']} fine-tuned checkpoint(s) (roles.finetuned, docs/roles.md): "
+            f"{roles['jobs']} of the jobs above, {roles['dumps']} of the dumps ({dump_bytes(roles['bytes'])}), "
+            f"{roles['extraction_examples']:,} of the examples extracted{seconds}; 'roles.finetuned: []' leaves "
+            "them out.", ""]
+
+
 def format_plan(plan: dict[str, Any], *, per_dump: bool = False) -> str:
     """The plan as a readable text: jobs per stage, dumps and their bytes, forward passes, time, notes."""
     took = {m: duration(s) for m, s in ((plan["time"] or {}).get("per_model_s") or {}).items()}
@@ -167,5 +178,6 @@ def format_plan(plan: dict[str, Any], *, per_dump: bool = False) -> str:
              *dump_lines(plan, per_dump), "",
              *pass_lines(plan["forward_passes"]), "",
              *time_lines(plan), "",
+             *role_lines(plan.get("roles")),
              *memory_lines(plan["gpu_memory"], took)]
     return "\n".join(lines + [f"note: {note}" for note in plan["notes"]])

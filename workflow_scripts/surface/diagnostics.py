@@ -20,7 +20,9 @@ tokens ``prepend_bos`` says: null as the model's tokenizer adds them to a sequen
   token's earlier occurrence: prefix matching);
 - ``duplicate``: the same of A[i, i - L] (the earlier occurrence itself).
 
-Every score is a mean over rows with its 95% bootstrap interval over rows.
+Every score is a mean over rows with its 95% bootstrap interval over rows, and the mean over each half of the rows
+(``{score}_half_a``: rows 0, 2, 4 ...; ``_half_b``: rows 1, 3, 5 ...), which head_diagnostics_halves.csv keeps for the
+split-half floor of tables/role_agreement.csv (docs/roles.md).
 
 The sink rate follows Gu et al.'s released code (``eval_sink_open_source.py``, ``compute_attention_sink``), the only
 way to compare with their Table 1: per row and head, alpha is the mean over *every* query i >= 0 of A[i, 0] (query 0,
@@ -50,6 +52,8 @@ log = logging.getLogger(__name__)
 NATURAL = "natural"
 KINDS = (NATURAL, "random", "random_repeated", "one_token")
 SCORES = ("first_token", "previous_token", "induction", "duplicate")
+HALVES = (("a", 0), ("b", 1))  # the rows of each half: every other row, from the first and from the second
+HALF_KEY = ["model", "checkpoint", "input", "layer", "head"]
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,11 @@ def diagnose(tokenizer: Any, model: Any, settings: Settings, *, resamples: int, 
                                                      resamples=resamples, seed=bootstrap_seed)
             frame[name], frame[f"{name}_low"], frame[f"{name}_high"] = estimate, low, high
         frame["n_sequences"], frame["tokens_per_sequence"] = len(input_ids), input_ids.shape[1]
+        for half, start in HALVES:
+            rows = scores["first_token"][start::2]
+            for name in SCORES:
+                frame[f"{name}_half_{half}"] = scores[name][start::2].reshape(len(rows), -1).mean(axis=0)
+            frame[f"n_sequences_half_{half}"] = len(rows)
         frames.append(frame)
         log.info("%s: %d sequences of %d tokens", kind, len(input_ids), input_ids.shape[1])
     out = pd.concat(frames, ignore_index=True)
@@ -210,11 +219,17 @@ def diagnose(tokenizer: Any, model: Any, settings: Settings, *, resamples: int, 
     return out
 
 
+def half_columns(frame: pd.DataFrame) -> list[str]:
+    """The columns of the half scores (``{score}_half_a`` ...): head_diagnostics_halves.csv's, not the main table's."""
+    return [column for column in frame.columns if "_half_" in column]
+
+
 def head_diagnostics(checkpoint_manifest: str | Path, output: str | Path, *, model: str, checkpoint: str,
                      settings: Settings, resamples: int, bootstrap_seed: int, threads: int, offline: bool,
-                     natural_tokens: str | Path | None = None, dtype: str = "float32") -> pd.DataFrame:
+                     natural_tokens: str | Path | None = None, dtype: str = "float32",
+                     halves_output: str | Path | None = None) -> pd.DataFrame:
     """The (model, checkpoint) part of ``tables/head_diagnostics.csv`` (rule head_diagnostics_part), the model's
-    weights as ``dtype`` (its entry's ``dtype``)."""
+    weights as ``dtype`` (its entry's ``dtype``), and of head_diagnostics_halves.csv (``halves_output``)."""
     import torch
 
     from ..core.io import write_csv
@@ -226,7 +241,10 @@ def head_diagnostics(checkpoint_manifest: str | Path, output: str | Path, *, mod
                      natural_tokens=natural_tokens)
     frame.insert(0, "checkpoint", checkpoint)
     frame.insert(0, "model", model)
-    write_csv(frame, output)
+    halves = half_columns(frame)
+    write_csv(frame.drop(columns=halves), output)
+    if halves_output is not None:
+        write_csv(frame[HALF_KEY + halves], halves_output)
     return frame
 
 

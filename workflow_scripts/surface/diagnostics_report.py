@@ -69,7 +69,7 @@ def compare_sink_rate(item: PaperItem, model: str, tables: StudyTables, ctx: Stu
         return f"{float(part['sink_rate'].iloc[0]):.2f}%"
 
     out = []
-    for checkpoint in compared_checkpoints(rows):
+    for checkpoint in compared_checkpoints(rows, ctx.role_checkpoints):
         row = rows[rows["checkpoint"].astype(str) == checkpoint].iloc[0]
         detail = join_text(f"input {kind}: " + (_sequence_text(tables, model, kind)
                                                 or f"{int(row['n_sequences'])} sequences")
@@ -111,7 +111,7 @@ def compare_head_roles(item: PaperItem, model: str, tables: StudyTables, ctx: St
         return f"best head {int(top['layer'])}.{int(top['head'])} (0-based), {float(top[column]):.3f}"
 
     out = []
-    for checkpoint in compared_checkpoints(rows):
+    for checkpoint in compared_checkpoints(rows, ctx.role_checkpoints):
         order = ranked(rows[rows["checkpoint"].astype(str) == checkpoint])
         top = order.head(len(heads))
         value = ", ".join(f"{int(r.layer)}.{int(r.head)}" for r in top.itertuples())

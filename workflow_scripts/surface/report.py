@@ -63,7 +63,7 @@ def compare_surface(item: PaperItem, model: str, tables: StudyTables, ctx: Study
     if rows is None:
         return [missing_row(why)]
     out = []
-    checkpoints = compared_checkpoints(rows)
+    checkpoints = compared_checkpoints(rows, ctx.role_checkpoints)
     control = rows[rows["checkpoint"].astype(str) == CONTROL]
 
     def measure(part: pd.DataFrame) -> tuple[float | None, str]:

@@ -1,11 +1,10 @@
-"""Selecting the best dependency head and writing the tables (METHODS 7.3, 10).
+"""Selecting the best dependency head (METHODS 7.3, 10); :mod:`.dependency_tables` writes the tables.
 
 Reads the per-sentence score parts that :func:`.dependency.score_dependency_heads`
 writes, one per (model, checkpoint, treebank, split); selects heads (and offsets) on one
 split and scores them on another, with bootstrap intervals over sentences and paired tests
-against the offset baseline and the random-init control of the same treebank. Both tables
-have a ``treebank`` column; an unlabelled treebank (no relation labels, e.g. the WSJ sample
-in Malt-TAB) has only the relation ``all``. See docs/syntax.md for the tables' columns.
+against the offset baseline and the random-init control of the same treebank. An unlabelled
+treebank (no relation labels, e.g. the WSJ sample in Malt-TAB) has only the relation ``all``.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
-from ..core.io import read_metadata, write_csv
+from ..core.io import read_metadata
 from ..core.labels import (
     CAUSAL_DIRECTIONS,
     DEP_TO_HEAD,
@@ -121,7 +120,7 @@ class SplitCounts:
         raise ValueError(direction)
 
 
-def _accuracy(counts: np.ndarray, total: np.ndarray) -> np.ndarray:
+def pooled_accuracy(counts: np.ndarray, total: np.ndarray) -> np.ndarray:
     denominator = total.sum()
     if denominator == 0:
         return np.full(counts.shape[1], np.nan)
@@ -171,7 +170,7 @@ def head_rows(model: str, checkpoint: str, splits: Mapping[str, SplitCounts], pr
         layers, n_heads = int(score.meta["num_layers"]), int(score.meta["num_heads"])
         for (relation, direction), (estimate, low, high, n) in intervals[score_split].items():
             _, select_total, select_counts, _ = select.candidates(relation, direction)
-            select_accuracy = _accuracy(select_counts, select_total)
+            select_accuracy = pooled_accuracy(select_counts, select_total)
             selected = np.zeros(layers * n_heads, dtype=bool)
             if np.isfinite(select_accuracy).any():
                 selected[int(np.nanargmax(select_accuracy))] = True
@@ -208,7 +207,7 @@ def select_and_score(select: SplitCounts, score: SplitCounts, relation: str, dir
         return None
     select_candidates = select_offsets if offsets else select_heads
     candidates = offset_counts if offsets else heads
-    index = int(np.nanargmax(_accuracy(select_candidates, select_total)))
+    index = int(np.nanargmax(pooled_accuracy(select_candidates, select_total)))
     return Choice(index, candidates[:, index].astype(np.float64), total, ids)
 
 
@@ -291,75 +290,3 @@ def best_rows(model: str, checkpoint: str, splits: Mapping[str, SplitCounts], re
                         "baseline_ci_low": float(low[2 * i + 1][0]), "baseline_ci_high": float(high[2 * i + 1][0])})
             rows.append(row)
     return rows
-
-
-def _part_key(key: Any) -> tuple[str, str, str, str]:
-    if len(tuple(key)) != 4:
-        raise AtlasError(f"dependency score part key {key!r}: expected (model, checkpoint, treebank, split)")
-    model, checkpoint, treebank, split = (str(k) for k in key)
-    return model, checkpoint, treebank, split
-
-
-def summarise_dependency(parts: Mapping[tuple[str, str, str, str], str | Path], heads_output: str | Path,
-                         best_output: str | Path, *, relations: Sequence[str], select_split: str, score_split: str,
-                         resamples: int, seed: int, labelled: Mapping[str, bool] | None = None,
-                         control_checkpoint: str = "random") -> None:
-    """Write dependency_heads.csv and dependency_best.csv from the score parts of every
-    (model, checkpoint, treebank, split).
-
-    Protocols: select on ``select_split`` and score on ``score_split`` (held out), and
-    select-and-score on ``score_split`` (what [C]'s table did). Every (model, checkpoint, treebank)
-    is summarised on its own, its random-init control (``control_checkpoint``) taken from the same
-    treebank; both tables carry a ``treebank`` column after ``checkpoint``. ``labelled``: treebank ->
-    whether its DEPREL holds relation labels (missing: True); an unlabelled treebank keeps only the
-    relation ``all`` in both tables.
-    """
-    labelled = dict(labelled or {})
-    protocols = list(dict.fromkeys([(select_split, score_split), (score_split, score_split)]))
-    by_checkpoint: dict[tuple[str, str, str], dict[str, SplitCounts]] = {}
-    treebank_order: dict[str, int] = {}
-    for key, path in parts.items():
-        model, checkpoint, treebank, split = _part_key(key)
-        treebank_order.setdefault(treebank, len(treebank_order))
-        by_checkpoint.setdefault((model, checkpoint, treebank), {})[split] = SplitCounts.read(path)
-    for treebank in treebank_order:
-        if not labelled.get(treebank, True):
-            log.info("treebank %s is unlabelled (no relation labels): only 'all' is computed", treebank)
-            if ALL not in relations:
-                log.warning("syntax.relations has no 'all': dependency_best has no row of the unlabelled "
-                            "treebank %s", treebank)
-            by_checkpoint.update({key: {split: counts.keep([ALL]) for split, counts in splits.items()}
-                                  for key, splits in by_checkpoint.items() if key[2] == treebank})
-    head_frames, best_frames = [], []
-    missing: dict[str, set[tuple[str, str]]] = {}  # treebank -> (relation, split): said once, not per checkpoint
-    for (model, checkpoint, treebank), splits in sorted(by_checkpoint.items()):
-        needed = {s for p in protocols for s in p} - set(splits)
-        if needed:
-            raise AtlasError(f"dependency scores of {model}/{checkpoint} on {treebank} lack split(s) {sorted(needed)}")
-        log.info("summarising %s/%s on %s", model, checkpoint, treebank)
-        wanted = list(relations) if labelled.get(treebank, True) else [r for r in relations if r == ALL]
-        heads = head_rows(model, checkpoint, splits, protocols, resamples=resamples, seed=seed)
-        if len(heads):
-            heads.insert(heads.columns.get_loc("checkpoint") + 1, "treebank", treebank)
-            head_frames.append(heads)
-        control = (by_checkpoint.get((model, control_checkpoint, treebank)) if checkpoint != control_checkpoint
-                   else None)
-        best = pd.DataFrame(best_rows(model, checkpoint, splits, wanted, protocols, resamples=resamples, seed=seed,
-                                      control=control, control_name=control_checkpoint if control else None,
-                                      missing=missing.setdefault(treebank, set())))
-        if len(best):
-            best.insert(best.columns.get_loc("checkpoint") + 1, "treebank", treebank)
-            best_frames.append(best)
-    for treebank, pairs in missing.items():
-        for relation, split in sorted(pairs, key=lambda p: (list(relations).index(p[0]), p[1])):
-            log.warning("relation %r has no arc in the %s split of %s; it is left out of dependency_best",
-                        relation, split, treebank)
-    heads_frame = pd.concat(head_frames, ignore_index=True) if head_frames else pd.DataFrame()
-    best_frame = pd.concat(best_frames, ignore_index=True) if best_frames else pd.DataFrame()
-    if len(best_frame):
-        order = {"relation": {r: i for i, r in enumerate(relations)}, "treebank": treebank_order}
-        best_frame = best_frame.sort_values(
-            ["model", "treebank", "relation", "direction", "select_split", "checkpoint"],
-            key=lambda s: s.map(order[s.name]) if s.name in order else s, kind="stable")
-    write_csv(heads_frame, heads_output)
-    write_csv(best_frame, best_output)

@@ -114,7 +114,7 @@ def compare_dependency(item: PaperItem, model: str, tables: StudyTables, ctx: St
         return [missing_row(f"dependency_best.csv has no row for {label} scored on {score}",
                             input_protocol=input_protocol(rows))]
     out = []
-    for checkpoint in compared_checkpoints(pd.concat([held_out, same])):
+    for checkpoint in compared_checkpoints(pd.concat([held_out, same]), ctx.role_checkpoints):
         row, paper_row = _first(held_out, checkpoint), _first(same, checkpoint)
         inputs = input_protocol(row or paper_row)
         same_value = paper_row["accuracy"] if _scored(paper_row) else None
@@ -166,7 +166,7 @@ def compare_coreference(item: PaperItem, model: str, tables: StudyTables,
                            ci_text(row))
         return [found_row(item, row["accuracy"], detail, checkpoint=NO_CHECKPOINT, input_protocol=inputs)]
     out = []
-    for checkpoint in compared_checkpoints(same):
+    for checkpoint in compared_checkpoints(same, ctx.role_checkpoints):
         row = _first(same, checkpoint)
         same_value = row["accuracy"] if finite(row.get("accuracy")) else None
         same_text = (", ".join(t for t in (f"{COREF_SAME_SPLIT}: {pct(same_value)}", f"head {row['head_label']}",
@@ -207,7 +207,7 @@ def compare_probes(item: PaperItem, model: str, tables: StudyTables, ctx: StudyC
     rows = rows[rows["probe"].astype(str) == probe]
     trained = probe != "right_branching"  # trained on select_split, scored on score_split: held out
     if checkpoint is None:
-        names = compared_checkpoints(rows) if not rows.empty else []
+        names = compared_checkpoints(rows, ctx.role_checkpoints) if not rows.empty else []
     else:
         names = [checkpoint]
     if not names or rows.empty:

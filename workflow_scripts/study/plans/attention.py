@@ -22,6 +22,8 @@ class Plan(StagePlan):
     """The attention stage's plan (``STUDY.attention``)."""
 
     dumps: list[tuple[str, str, str, str]]    # (subject, checkpoint, corpus, split)
+    # Those of ``dumps`` only a fine-tuned checkpoint's role analyses read (roles.finetuned)
+    role_dumps: list[tuple[str, str, str, str]]
 
 
 def plan(study: Study) -> Plan:
@@ -30,10 +32,32 @@ def plan(study: Study) -> Plan:
              for subject in study.subjects for checkpoint in attention["checkpoints"]
              for corpus, splits in attention["corpora"].items() for split in splits
              if split in study.splits.get(corpus, [])]
+    added = [dump for dump in role_dumps(study, dumps) if dump not in dumps]
+    dumps += added
     if attention["max_dump_gb"] is not None:
         check_dump_budget(study, dumps, attention["max_dump_gb"])
-    return Plan(study=study, dumps=dumps,
+    return Plan(study=study, dumps=dumps, role_dumps=added,
                 outputs=[study.paths.table(name) for name in declared_tables(ANALYSES)])
+
+
+def role_dumps(study: Study, dumps: list[tuple[str, str, str, str]]) -> list[tuple[str, str, str, str]]:
+    """The dumps a fine-tuned checkpoint's per-head analyses read (roles.finetuned, docs/roles.md), of its attention
+    weights only, where its model's pretrained checkpoint has the same analysis: the surface corpus's dump for
+    ``surface``, each syntax treebank's score split for ``dependency`` (its heads selected and scored there). The
+    coreference windows' dump is read through the syntax stage's rules, as the pretrained checkpoint's is."""
+    surface, syntax = study.config["surface"], study.config["syntax"]
+    planned = set(dumps)
+    added = []
+    for model, checkpoint in study.finetune.role_analysed("surface"):
+        if (model, "pretrained", surface["corpus"], surface["split"]) in planned:
+            added.append((model, checkpoint, surface["corpus"], surface["split"]))
+    treebanks = [t for t in syntax["treebanks"] if t in study.config["study"]["treebanks"]]
+    for model, checkpoint in study.finetune.role_analysed("dependency"):
+        for treebank in treebanks:
+            if all((model, "pretrained", treebank, split) in planned
+                   for split in (syntax["select_split"], syntax["score_split"])):
+                added.append((model, checkpoint, treebank, syntax["score_split"]))
+    return added
 
 
 def check_dump_budget(study: Study, dumps: list[tuple[str, str, str, str]], budget_gb: float) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...core.errors import ConfigError
-from ...finetune.tasks import task_seeds
+from ...finetune.tasks import checkpoint_name, task_seeds
 from .declarations import Analysis, StagePlan, declared_tables
 
 if TYPE_CHECKING:
@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 STAGE = "finetune"
 ANALYSES = (Analysis("finetune_metrics", "(model, task, seed)", tables=("finetune_metrics",),
                      captions=("finetune_metrics.rst",)),)
+# The per-head analyses a fine-tuned checkpoint can be a subject of (roles.finetuned, docs/roles.md), in this order.
+ROLE_ANALYSES = ("head_diagnostics", "surface", "dependency", "coreference")
+ROLES_KEY = "roles.finetuned"
 
 
 def chosen_tasks(study: Study, section: str, needs, what: str) -> list[str]:
@@ -50,8 +53,38 @@ def plan(study: Study) -> Plan:
     tasks = chosen_tasks(study, STAGE, lambda t: ("train", study.dev_split(t)), "fine-tuned")
     runs = [(model, task, seed) for model in study.models for task in tasks
             for seed in task_seeds(study.config[STAGE], task)]
-    return Plan(study=study, tasks=tasks, runs=runs,
+    return Plan(study=study, tasks=tasks, runs=runs, role_checkpoints=role_checkpoints(study, runs),
                 outputs=[study.paths.table(name) for name in declared_tables(ANALYSES)] if runs else [])
+
+
+def role_checkpoints(study: Study, runs: list[tuple[str, str, int]]) -> dict[tuple[str, str], tuple[str, ...]]:
+    """(model, fine-tuned checkpoint) -> the per-head analyses roles.finetuned gives it (in ROLE_ANALYSES order), in
+    the order of the runs and of each run's checkpoints (its steps, then final). A selector that names no checkpoint
+    the study saves is an error naming the key; one run's checkpoint of a task the study left out is a note."""
+    saved = {}
+    for model, task, seed in runs:
+        steps = study.finetune_settings(task, model)["save_steps"]
+        for step in [*steps, "final"]:
+            saved[model, checkpoint_name(task, seed, step)] = "final" if step == "final" else f"step{step}"
+    chosen: dict[tuple[str, str], set[str]] = {}
+    for index, entry in enumerate(study.config["roles"]["finetuned"]):
+        for selector in entry["checkpoints"]:
+            found = [key for key, kind in saved.items() if selector in (kind, key[1])]
+            if not found and runs:
+                _unmatched(study, f"{ROLES_KEY}[{index}].checkpoints", selector, saved, runs)
+            for key in found:
+                chosen.setdefault(key, set()).update(entry["analyses"])
+    return {key: tuple(a for a in ROLE_ANALYSES if a in chosen[key]) for key in saved if chosen.get(key)}
+
+
+def _unmatched(study: Study, key: str, selector: str, saved: dict, runs: list) -> None:
+    task = selector.split(".", 1)[0]
+    if "." in selector and task in study.config["study"]["tasks"] and task not in {t for _, t, _ in runs}:
+        study.notes.append(f"{key}: {selector!r} is left out: the study does not fine-tune {task!r}")
+        return
+    names = ", ".join(sorted({checkpoint for _, checkpoint in saved}))
+    raise ConfigError(f"config key '{key}': {selector!r} names no checkpoint the study saves (its fine-tuning runs "
+                      f"save {names}); name one of them, 'final', or a step of 'finetune.save_steps'")
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -60,6 +93,12 @@ class Plan(StagePlan):
 
     tasks: list[str]                      # the fine-tuned tasks
     runs: list[tuple[str, str, int]]      # (model, task, seed)
+    # (model, fine-tuned checkpoint) -> its per-head analyses (roles.finetuned): the subjects of the role atlas
+    role_checkpoints: dict[tuple[str, str], tuple[str, ...]]
+
+    def role_analysed(self, analysis: str) -> list[tuple[str, str]]:
+        """(model, fine-tuned checkpoint) of every checkpoint roles.finetuned gives ``analysis``."""
+        return [key for key, analyses in self.role_checkpoints.items() if analysis in analyses]
 
     def settings(self, task: str):
         """A params function: the task's run settings for the job's model (its max_length when null)."""

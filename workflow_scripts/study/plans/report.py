@@ -32,11 +32,14 @@ ANALYSES = (
     Analysis("head_development", "a model studied at two or more hub revisions (models.NAME.revisions)",
              tables=("head_development",), figures=("development/{series}",),
              captions=("report_head_development.rst", "report_head_development_figure.rst")),
-    Analysis("atlas", "the study, with any table of a head role", tables=("atlas",), figures=("report/atlas",),
-             captions=("report_atlas.rst", "report_atlas_figure.rst")),
+    Analysis("atlas", "the study, with any table of a head role", tables=("atlas", "atlas_halves"),
+             figures=("report/atlas",),
+             captions=("report_atlas.rst", "report_atlas_halves.rst", "report_atlas_figure.rst")),
     Analysis("role_agreement", "the study, with the atlas: every pair of related subjects x role",
-             tables=("role_agreement",), figures=("report/role_agreement",),
-             captions=("report_role_agreement.rst", "report_role_agreement_figure.rst")),
+             tables=("role_agreement", "role_change_by_layer"),
+             figures=("report/role_agreement", "report/role_change_by_layer"),
+             captions=("report_role_agreement.rst", "report_role_change_by_layer.rst",
+                       "report_role_agreement_figure.rst", "report_role_change_by_layer_figure.rst")),
 )
 # The head-development measures' tables (docs/models.md, Pretraining checkpoints), those the study has.
 DEVELOPMENT_TABLES = ("sink_rates", "head_diagnostics", "dependency_heads")
@@ -57,6 +60,11 @@ class Plan(StagePlan):
     atlas_inputs: dict[str, Any] = field(default_factory=dict)               # input name -> path(s)
     atlas_params: dict[str, Any] = field(default_factory=dict)
     role_agreement_pairs: list[dict[str, Any]] = field(default_factory=list)
+    weight_subjects: list[tuple[str, str]] = field(default_factory=list)     # whose weights' digests are compared
+
+    def weight_checkpoints(self) -> list[str]:
+        """The checkpoint records of ``weight_subjects``, in order (rule role_agreement's input)."""
+        return [self.paths.checkpoint_manifest(model, checkpoint) for model, checkpoint in self.weight_subjects]
 
 
 # What one of the report's cross-study parts plans: its fields of the Plan, and its outputs.
@@ -184,15 +192,27 @@ def plan_atlas(study: Study, tables: dict[str, str], planned: dict[str, Any]) ->
 
 FINETUNED_ABSENT = ("the study measures no role on this fine-tuned checkpoint: its pattern classes need its task among "
                     "finetune_effects.tasks, its causal importance among ablation.tasks, its diagnostics, dependency "
-                    "and coreference heads a dump of it (attention.checkpoints)")
+                    "and coreference heads the checkpoint in roles.finetuned (docs/roles.md)")
 SIGNAL_ABSENT = ("the atlas leaves signal subjects out (it sets models' attention weights side by side; "
                  "tables/signal_comparison.csv compares the signals)")
+# The pairs whose two subjects may hold the same weights (a seed's twin, a hub revision serving another's files).
+WEIGHT_RELATIONS = ("finetune_seeds", "revision_next", "revision_last")
+
+
+def run_checkpoints(study: Study, model: str, task: str, seed: int) -> list[str]:
+    """The fine-tuned checkpoints of one run that role agreement pairs: those of roles.finetuned (its steps, then
+    final), and its final checkpoint (its pattern classes and causal importance) where that is not among them."""
+    prefix = f"{task}.seed{seed}."
+    chosen = [c for m, c in study.finetune.role_checkpoints if m == model and c.startswith(prefix)]
+    final = checkpoint_name(task, seed, "final")
+    return chosen if final in chosen else [*chosen, final]
 
 
 def role_agreement_pairs(study: Study) -> list[dict[str, object]]:
     """Every pair of related subjects the study holds, in this order: each model's pretrained checkpoint and each
-    fine-tuned run's final checkpoint; the final checkpoints of two seeds of one task; each revision of a series and
-    the next, and the last; each model's attention and each other signal of attention.signals."""
+    fine-tuned checkpoint of run_checkpoints (with the same checkpoint of the task's next seed, the seed floor, where
+    the study has two or more seeds); the same checkpoint of two seeds of one task; each revision of a series and the
+    next, and the last; each model's attention and each other signal of attention.signals."""
     pairs: list[dict[str, object]] = []
 
     def add(relation: str, first: tuple[str, str], second: tuple[str, str], **extra: object) -> None:
@@ -201,14 +221,23 @@ def role_agreement_pairs(study: Study) -> list[dict[str, object]]:
 
     for model in study.models:
         runs = [(task, seed) for m, task, seed in study.finetune.runs if m == model]
+        named = {(task, seed): run_checkpoints(study, model, task, seed) for task, seed in runs}
         for task, seed in runs:
-            add("pretrained_vs_finetuned", (model, "pretrained"), (model, checkpoint_name(task, seed, "final")),
-                task=task, why_absent=FINETUNED_ABSENT)
+            others = [s for t, s in runs if t == task and s != seed]
+            for checkpoint in named[task, seed]:
+                twin = next((checkpoint.replace(f".seed{seed}.", f".seed{other}.", 1) for other in others
+                             if checkpoint.replace(f".seed{seed}.", f".seed{other}.", 1) in named[task, other]), None)
+                add("pretrained_vs_finetuned", (model, "pretrained"), (model, checkpoint), task=task,
+                    why_absent=FINETUNED_ABSENT, **({"seed_checkpoint": twin} if twin else {}))
         for index, (task, seed) in enumerate(runs):
             for other_task, other_seed in runs[index + 1:]:
-                if other_task == task:
-                    add("finetune_seeds", (model, checkpoint_name(task, seed, "final")),
-                        (model, checkpoint_name(task, other_seed, "final")), task=task, why_absent=FINETUNED_ABSENT)
+                if other_task != task:
+                    continue
+                for checkpoint in named[task, seed]:
+                    twin = checkpoint.replace(f".seed{seed}.", f".seed{other_seed}.", 1)
+                    if twin in named[task, other_seed]:
+                        add("finetune_seeds", (model, checkpoint), (model, twin), task=task,
+                            why_absent=FINETUNED_ABSENT)
     for points in revision_series(study.config).values():
         for index, point in enumerate(points[:-1]):
             add("revision_next", (point.model, "pretrained"), (points[index + 1].model, "pretrained"))
@@ -221,6 +250,13 @@ def role_agreement_pairs(study: Study) -> list[dict[str, object]]:
     return pairs
 
 
+def weight_subjects(pairs: list[dict[str, object]]) -> list[tuple[str, str]]:
+    """(model, checkpoint) of both subjects of every pair that may hold the same weights (WEIGHT_RELATIONS)."""
+    subjects = [(str(p[f"{side}_model"]), str(p[f"{side}_checkpoint"])) for p in pairs
+                if p["relation"] in WEIGHT_RELATIONS for side in ("first", "second")]
+    return list(dict.fromkeys(subjects))
+
+
 def plan_role_agreement(study: Study, tables: dict[str, str], planned: dict[str, Any]) -> PartPlan:
     """With the atlas, how far each role holds between related subjects (workflow_scripts/report/role_agreement.py):
     the pairs, and the table and figure."""
@@ -229,4 +265,5 @@ def plan_role_agreement(study: Study, tables: dict[str, str], planned: dict[str,
     agreement = analysis_named(ANALYSES, "role_agreement")
     outputs = [study.paths.table(name) for name in agreement.tables] + [
         figure_path(study, figure, ext) for figure in agreement.figures for ext in ("png", "pdf")]
-    return {"role_agreement_pairs": role_agreement_pairs(study)}, outputs
+    pairs = role_agreement_pairs(study)
+    return {"role_agreement_pairs": pairs, "weight_subjects": weight_subjects(pairs)}, outputs

@@ -46,8 +46,9 @@ ANALYSES = (
              captions=("surface_attention_distance.rst",), sharded=True, explorer_tables=("attention_distance",),
              stack_key=HEAD_KEY),
     Analysis(DIAGNOSTICS, "(model, checkpoint): the model run on synthetic token sequences",
-             tables=(DIAGNOSTICS, "sink_rates"),
-             captions=("surface_head_diagnostics.rst", "surface_sink_rates.rst"), explorer_tables=(DIAGNOSTICS,),
+             tables=(DIAGNOSTICS, "sink_rates", "head_diagnostics_halves"),
+             captions=("surface_head_diagnostics.rst", "surface_sink_rates.rst", "surface_head_diagnostics_halves.rst"),
+             explorer_tables=(DIAGNOSTICS,),
              explorer_measures=(
                  ExplorerMeasure(DIAGNOSTICS, "induction", "induction score (repeated random tokens)", "share",
                                  (("input", "random_repeated"),)),
@@ -81,9 +82,16 @@ def plan(study: Study) -> Plan:
     surface = study.config[STAGE]
     pairs = [(m, c) for m, c, corpus, split in study.attention.dumps
              if corpus == surface["corpus"] and split == surface["split"]]
-    gradient_pairs = [(m, c) for m, c in pairs if split_subject(m)[1] == "attention"]
-    # The diagnostics run the model on their own inputs: one job per model and checkpoint, never per signal.
+    # A fine-tuned checkpoint dumped for its roles alone (roles.finetuned) gets the statistics, the attention distance
+    # and the head measures of its dump; the gradient and the clusters are of attention.checkpoints' checkpoints.
+    dumped = set(study.config["attention"]["checkpoints"])
+    cluster_pairs = [(m, c) for m, c in pairs if c in dumped]
+    gradient_pairs = [(m, c) for m, c in cluster_pairs if split_subject(m)[1] == "attention"]
+    # The diagnostics run the model on their own inputs: one job per model and checkpoint, never per signal; a
+    # fine-tuned checkpoint's where roles.finetuned gives it them and its model's pretrained checkpoint has them.
     diagnostic_pairs = list(gradient_pairs)
+    diagnostic_pairs += [(m, c) for m, c in study.finetune.role_analysed(DIAGNOSTICS)
+                         if (m, "pretrained") in gradient_pairs and (m, c) not in diagnostic_pairs]
     # The ICL score beside the induction heads of the head-development figure: each revision of a series.
     icl_points = {point.model: [name, point.revision, point.step]
                   for name, points in revision_series(study.config).items() if len(points) >= 2
@@ -92,7 +100,8 @@ def plan(study: Study) -> Plan:
     analyses = tuple(a for a in ANALYSES if planned.get(a.name, True))
     outputs = ([study.paths.table(name) for name in declared_tables(analyses)]
                + study.paths.figures(STAGE, declared_figures(analyses)) if pairs else [])
-    return Plan(study=study, pairs=pairs, gradient_pairs=gradient_pairs, diagnostic_pairs=diagnostic_pairs,
+    return Plan(study=study, pairs=pairs, cluster_pairs=cluster_pairs, gradient_pairs=gradient_pairs,
+                diagnostic_pairs=diagnostic_pairs,
                 diagnostic_lengths=diagnostic_lengths(study, diagnostic_pairs), icl_points=icl_points,
                 outputs=outputs)
 
@@ -122,7 +131,8 @@ class Plan(StagePlan):
     analyses: ClassVar[tuple[Analysis, ...]] = ANALYSES
 
     pairs: list[tuple[str, str]]              # (subject, checkpoint) of the surface dump
-    gradient_pairs: list[tuple[str, str]]     # those of the attention signal
+    cluster_pairs: list[tuple[str, str]]      # those of attention.checkpoints: the head clusters
+    gradient_pairs: list[tuple[str, str]]     # those of the attention signal: the separator gradient
     diagnostic_pairs: list[tuple[str, str]]   # (model, checkpoint): synthetic inputs
     diagnostic_lengths: dict[str, int]        # model -> the L it reads
     icl_points: dict[str, list]               # model -> [series, revision, step]: the ICL score
@@ -171,7 +181,8 @@ class Plan(StagePlan):
 
     def stacked_parts(self, wc: Any) -> list[str]:
         """The parts a stacked table (``table`` wildcard) stacks: one per (subject, checkpoint) its analysis runs on."""
-        pairs = {GRADIENT: self.gradient_pairs, ICL: [(model, "pretrained") for model in self.icl_points]}
+        pairs = {GRADIENT: self.gradient_pairs, "head_clusters": self.cluster_pairs,
+                 ICL: [(model, "pretrained") for model in self.icl_points]}
         return [self.paths.analysis(STAGE, m, c, f"{wc.table}.csv") for m, c in pairs.get(wc.table, self.pairs)]
 
     def table_caption(self, wc: Any) -> str:

@@ -16,10 +16,12 @@ COREFERENCE = "coreference"
 PER_TARGET = "(subject, checkpoint, treebank)"
 FIGURE_NAME = "{model}_{checkpoint}_{treebank}"
 ANALYSES = (
-    Analysis("dependency", f"{PER_TARGET} x split x shard group", tables=("dependency_heads", "dependency_best"),
+    Analysis("dependency", f"{PER_TARGET} x split x shard group",
+             tables=("dependency_heads", "dependency_best", "dependency_halves"),
              figures=(f"dependency_heads_{FIGURE_NAME}", f"best_head_maps_{FIGURE_NAME}"),
-             captions=("syntax_dependency_heads.rst", "syntax_dependency_best.rst", "syntax_dependency_heatmap.rst",
-                       "syntax_best_head_maps.rst"), sharded=True, explorer_tables=("dependency_heads",)),
+             captions=("syntax_dependency_heads.rst", "syntax_dependency_best.rst", "syntax_dependency_halves.rst",
+                       "syntax_dependency_heatmap.rst", "syntax_best_head_maps.rst"), sharded=True,
+             explorer_tables=("dependency_heads",)),
     Analysis("probes", f"{PER_TARGET} x probe", tables=("probes",), captions=("syntax_probes.rst",)),
     Analysis(COREFERENCE, "(subject, checkpoint) of the coreference windows", tables=("coref_heads", "coref_best"),
              captions=("syntax_coref_heads.rst", "syntax_coref_best.rst"), explorer_tables=("coref_heads",)),
@@ -48,6 +50,14 @@ def plan(study: Study) -> Plan:
     coref = (syntax["coref_split"] in study.splits.get(coref_treebank, [])
              and coref_treebank in study.config["data"]["coreference_treebanks"])
     coref_pairs = sorted({(m, c) for m, c, _ in all_targets}) if coref else []
+    # A fine-tuned checkpoint's roles (roles.finetuned): each syntax treebank's score split alone, where its model's
+    # pretrained checkpoint is a target (selected and scored there), and the coreference windows where its pretrained
+    # checkpoint is scored on them.
+    dumped_score = {(m, c, t) for m, c, t, s in study.attention.role_dumps if s == syntax["score_split"]}
+    role_targets = [(m, c, t) for m, c, t in sorted(dumped_score)
+                    if (m, "pretrained", t) in all_targets and (m, c, t) not in all_targets]
+    coref_pairs += [(m, c) for m, c in study.finetune.role_analysed(COREFERENCE)
+                    if (m, "pretrained") in coref_pairs and (m, c) not in coref_pairs]
     glove = "glove" in study.splits
     outputs = []
     if all_targets:
@@ -56,7 +66,7 @@ def plan(study: Study) -> Plan:
         for model, checkpoint, treebank in all_targets:
             outputs += study.paths.figures(STAGE, [figure.format(model=model, checkpoint=checkpoint, treebank=treebank)
                                                    for figure in declared_figures(ANALYSES)])
-    return Plan(study=study, splits=splits, targets=all_targets, coref_pairs=coref_pairs,
+    return Plan(study=study, splits=splits, targets=all_targets, role_targets=role_targets, coref_pairs=coref_pairs,
                 attention_probes=["attn", *(["attn_glove"] if glove else [])],
                 baseline_probes=["right_branching", *(["distance_glove"] if glove else [])], outputs=outputs)
 
@@ -66,7 +76,8 @@ class Plan(StagePlan):
     """The syntax stage's plan (``STUDY.syntax``), with the input functions of rules/syntax.smk."""
 
     splits: list[str]                         # the selection and score splits
-    targets: list[tuple[str, str, str]]       # (subject, checkpoint, treebank)
+    targets: list[tuple[str, str, str]]       # (subject, checkpoint, treebank): both splits, probes and figures
+    role_targets: list[tuple[str, str, str]]  # (model, fine-tuned checkpoint, treebank): the score split alone
     coref_pairs: list[tuple[str, str]]        # (subject, checkpoint) of the coreference windows
     attention_probes: list[str]
     baseline_probes: list[str]
@@ -75,6 +86,13 @@ class Plan(StagePlan):
     def pairs(self) -> list[tuple[str, str]]:
         """(model, checkpoint) with syntax analyses on any treebank."""
         return sorted({(m, c) for m, c, _ in self.targets})
+
+    def dependency_parts(self) -> list[tuple[str, str, str, str]]:
+        """(model, checkpoint, treebank, split) of every dependency score part dependency_tables reads: both splits
+        of a target, the score split of a fine-tuned checkpoint's roles."""
+        score = self.study.config[STAGE]["score_split"]
+        return ([(m, c, t, s) for m, c, t in self.targets for s in self.splits]
+                + [(m, c, t, score) for m, c, t in self.role_targets])
 
     def probe_parts(self) -> list[tuple[str, str, str, str, str]]:
         """(model, checkpoint or 'none', treebank, probe, path) of every probe result the probes table combines."""
