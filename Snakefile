@@ -60,7 +60,7 @@ from snakemake.logging import logger
 
 from snakemake.settings.types import DeploymentMethod
 
-from workflow_scripts.runtime import failures, results_lock, warm_start
+from workflow_scripts.runtime import failures, results_lock, scheduler_passes, warm_start
 from workflow_scripts.runtime.closing_message import on_success
 from workflow_scripts.finetune.tables import at_chance_warnings
 from workflow_scripts.core.errors import AtlasError
@@ -75,6 +75,9 @@ onstart:
         results_lock.on_start(workflow, STUDY.results, warn=logger.warning, note=logger.info)
     except AtlasError as error:
         raise WorkflowError(str(error)) from None
+    # Snakemake's scheduler passes over the ready jobs once a second per finished job while jobs wait; one pass at a
+    # time where the job rate limit holds a job back (workflow_scripts/runtime/scheduler_passes.py).
+    scheduler_passes.one_pending_pass(workflow.scheduler)
     if workflow.local_exec and DeploymentMethod.CONDA not in workflow.deployment_settings.deployment_method:
         WARM_SERVER.append(warm_start.start(workflow.basedir, STUDY.offline, warm_start.server_pays(workflow)))
 

@@ -19,6 +19,7 @@ HERMETIC_VARIABLES = {
     "HF_ENDPOINT": "http://127.0.0.1:9",  # a hub elsewhere: the hub tests start their own
     "ATLAS_WARM_START": "off",
     "ATLAS_CONSOLE": "full",
+    "ATLAS_SCHEDULER_PASSES": "snakemake",
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
     "LC_ALL": "C",
