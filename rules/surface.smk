@@ -221,12 +221,7 @@ rule surface_table:
     input:
         STUDY.surface.stacked_parts,
     output:
-        report(
-            STUDY.paths.table("{table}"),
-            caption="../report/surface_table.rst",
-            category="What does BERT look at?",
-            subcategory=STUDY.surface.table_subcategory,
-        ),
+        STUDY.surface.report_stacked(),
     log:
         STUDY.paths.log("surface", "{table}_table"),
     wildcard_constraints:
@@ -281,24 +276,9 @@ rule head_diagnostics_table:
             for m, c in STUDY.surface.diagnostic_pairs
         ],
     output:
-        diagnostics=report(
-            STUDY.paths.table("head_diagnostics"),
-            caption="../report/surface_head_diagnostics.rst",
-            category="What does BERT look at?",
-            subcategory="Head diagnostics",
-        ),
-        sink_rates=report(
-            STUDY.paths.table("sink_rates"),
-            caption="../report/surface_sink_rates.rst",
-            category="What does BERT look at?",
-            subcategory="Head diagnostics",
-        ),
-        halves=report(
-            STUDY.paths.table("head_diagnostics_halves"),
-            caption="../report/surface_head_diagnostics_halves.rst",
-            category="What does BERT look at?",
-            subcategory="Head diagnostics",
-        ),
+        diagnostics=STUDY.surface.report_table("head_diagnostics"),
+        sink_rates=STUDY.surface.report_table("sink_rates"),
+        halves=STUDY.surface.report_table("head_diagnostics_halves"),
     log:
         STUDY.paths.log("surface", "head_diagnostics_table"),
     conda:
@@ -346,23 +326,11 @@ rule surface_figures:
     input:
         STUDY.paths.table("surface_heads"),
     output:
-        special_png=report(
-            STUDY.paths.figure("surface", "special_tokens", "png"),
-            caption="../report/surface_special_tokens.rst",
-            category="What does BERT look at?",
-        ),
+        special_png=STUDY.surface.report_figure("special_tokens"),
         special_pdf=STUDY.paths.figure("surface", "special_tokens", "pdf"),
-        positional_png=report(
-            STUDY.paths.figure("surface", "positional", "png"),
-            caption="../report/surface_positional.rst",
-            category="What does BERT look at?",
-        ),
+        positional_png=STUDY.surface.report_figure("positional"),
         positional_pdf=STUDY.paths.figure("surface", "positional", "pdf"),
-        entropy_png=report(
-            STUDY.paths.figure("surface", "entropy", "png"),
-            caption="../report/surface_entropy.rst",
-            category="What does BERT look at?",
-        ),
+        entropy_png=STUDY.surface.report_figure("entropy"),
         entropy_pdf=STUDY.paths.figure("surface", "entropy", "pdf"),
     log:
         STUDY.paths.log("surface", "surface_figures"),
@@ -380,11 +348,7 @@ rule sep_gradient_figure:
     input:
         STUDY.paths.table("sep_gradient"),
     output:
-        png=report(
-            STUDY.paths.figure("surface", "sep_gradient", "png"),
-            caption="../report/surface_sep_gradient_figure.rst",
-            category="What does BERT look at?",
-        ),
+        png=STUDY.surface.report_figure("sep_gradient"),
         pdf=STUDY.paths.figure("surface", "sep_gradient", "pdf"),
     log:
         STUDY.paths.log("surface", "sep_gradient_figure"),
@@ -402,11 +366,7 @@ rule head_clusters_figure:
     input:
         STUDY.paths.table("head_clusters"),
     output:
-        png=report(
-            STUDY.paths.figure("surface", "head_clusters", "png"),
-            caption="../report/surface_head_clusters_figure.rst",
-            category="What does BERT look at?",
-        ),
+        png=STUDY.surface.report_figure("head_clusters"),
         pdf=STUDY.paths.figure("surface", "head_clusters", "pdf"),
     log:
         STUDY.paths.log("surface", "head_clusters_figure"),

@@ -6,7 +6,6 @@
 
 SYNTAX = STUDY.config["syntax"]
 COREF_CORPUS = STUDY.coref_corpus
-SYNTAX_CATEGORY = "What does BERT look at?"
 SYNTAX_SELECT, SYNTAX_SCORE = SYNTAX["select_split"], SYNTAX["score_split"]
 
 
@@ -85,21 +84,9 @@ rule dependency_tables:
             for m, c, t, s in STUDY.syntax.dependency_parts()
         ],
     output:
-        heads=report(
-            STUDY.paths.table("dependency_heads"),
-            caption="../report/syntax_dependency_heads.rst",
-            category=SYNTAX_CATEGORY,
-        ),
-        best=report(
-            STUDY.paths.table("dependency_best"),
-            caption="../report/syntax_dependency_best.rst",
-            category=SYNTAX_CATEGORY,
-        ),
-        halves=report(
-            STUDY.paths.table("dependency_halves"),
-            caption="../report/syntax_dependency_halves.rst",
-            category=SYNTAX_CATEGORY,
-        ),
+        heads=STUDY.syntax.report_table("dependency_heads"),
+        best=STUDY.syntax.report_table("dependency_best"),
+        halves=STUDY.syntax.report_table("dependency_halves"),
     log:
         STUDY.paths.log("syntax", "dependency_tables"),
     conda:
@@ -149,16 +136,8 @@ rule coreference_tables:
             for m, c in STUDY.syntax.coref_pairs
         ],
     output:
-        heads=report(
-            STUDY.paths.table("coref_heads"),
-            caption="../report/syntax_coref_heads.rst",
-            category=SYNTAX_CATEGORY,
-        ),
-        best=report(
-            STUDY.paths.table("coref_best"),
-            caption="../report/syntax_coref_best.rst",
-            category=SYNTAX_CATEGORY,
-        ),
+        heads=STUDY.syntax.report_table("coref_heads"),
+        best=STUDY.syntax.report_table("coref_best"),
     log:
         STUDY.paths.log("syntax", "coreference_tables"),
     conda:
@@ -285,7 +264,7 @@ rule probes_table:
     input:
         parts=[path for *_, path in STUDY.syntax.probe_parts()],
     output:
-        report(STUDY.paths.table("probes"), caption="../report/syntax_probes.rst", category=SYNTAX_CATEGORY),
+        STUDY.syntax.report_table("probes"),
     log:
         STUDY.paths.log("syntax", "probes_table"),
     conda:
@@ -307,11 +286,7 @@ rule dependency_heatmaps:
         heads=STUDY.paths.table("dependency_heads"),
         best=STUDY.paths.table("dependency_best"),
     output:
-        png=report(
-            STUDY.paths.figure("syntax", "dependency_heads_{model}_{checkpoint}_{treebank}", "png"),
-            caption="../report/syntax_dependency_heatmap.rst",
-            category=SYNTAX_CATEGORY,
-        ),
+        png=STUDY.syntax.report_figure("dependency_heads_{model}_{checkpoint}_{treebank}"),
         pdf=STUDY.paths.figure("syntax", "dependency_heads_{model}_{checkpoint}_{treebank}", "pdf"),
     log:
         STUDY.paths.log("syntax", "{model}_{checkpoint}_dependency_heatmaps_{treebank}"),
@@ -336,11 +311,7 @@ rule best_head_maps:
         annotation=STUDY.paths.annotation("{treebank}", SYNTAX_SCORE),
         best=STUDY.paths.table("dependency_best"),
     output:
-        png=report(
-            STUDY.paths.figure("syntax", "best_head_maps_{model}_{checkpoint}_{treebank}", "png"),
-            caption="../report/syntax_best_head_maps.rst",
-            category=SYNTAX_CATEGORY,
-        ),
+        png=STUDY.syntax.report_figure("best_head_maps_{model}_{checkpoint}_{treebank}"),
         pdf=STUDY.paths.figure("syntax", "best_head_maps_{model}_{checkpoint}_{treebank}", "pdf"),
     log:
         STUDY.paths.log("syntax", "{model}_{checkpoint}_best_head_maps_{treebank}"),

@@ -5,21 +5,17 @@ from __future__ import annotations
 
 import pytest
 import torch
-from transformers import AutoConfig, AutoModel
+from transformers import AutoModel
 
+from support.tiny_models import tiny_config
 from workflow_scripts.ablation.heads import HeadAblation, attn_implementation
 from workflow_scripts.models.families import attention_of_layers
 
-DECODERS = {"gpt2": {}, "llama": {"num_key_value_heads": 2}}
 
-
-@pytest.fixture(params=sorted(DECODERS))
+@pytest.fixture(params=["gpt2", "llama"])  # llama: two query heads per value head (support/tiny_models.tiny_config)
 def decoder(request, tmp_path):
     torch.manual_seed(0)
-    config = AutoConfig.for_model(request.param, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                  intermediate_size=64, vocab_size=50, max_position_embeddings=32, bos_token_id=0,
-                                  eos_token_id=0, **DECODERS[request.param])
-    AutoModel.from_config(config).save_pretrained(tmp_path)
+    AutoModel.from_config(tiny_config(request.param)).save_pretrained(tmp_path)
     plain = AutoModel.from_pretrained(tmp_path, attn_implementation="eager").eval()
     ablatable = AutoModel.from_pretrained(tmp_path, attn_implementation=attn_implementation()).eval()
     input_ids = torch.randint(1, 50, (2, 6))

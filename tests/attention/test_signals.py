@@ -13,6 +13,7 @@ from transformers import AutoModel, AutoTokenizer
 
 from support.tiny_dumps import SENTENCES
 from support.tiny_dumps import tiny_dump as _dump
+from support.tiny_models import tiny_config
 from workflow_scripts.attention.extract import extract_shard
 from workflow_scripts.attention.gather import gather_manifest
 from workflow_scripts.attention.reader import AttentionDump, normalised_rows
@@ -268,20 +269,13 @@ def test_any_dump_reads_raw_or_row_normalised_on_request(tmp_path, tiny_bert):
     assert not raw
 
 
-DECODERS = {"gpt2": {}, "gpt_neox": {}, "llama": {"num_key_value_heads": 2}}  # llama: two query heads per value head
-
-
-@pytest.mark.parametrize("model_type", sorted(DECODERS))
+# llama: two query heads per value head (support/tiny_models.tiny_config)
+@pytest.mark.parametrize("model_type", ["gpt2", "gpt_neox", "llama"])
 def test_norm_of_each_decoder_family_is_alpha_times_its_projected_value_norm(tmp_path, model_type):
     # GPT-2 keeps W_O in a Conv1D (in, out), GPT-NeoX fuses q, k and v, Llama's value heads serve groups of query
     # heads: the value vectors and W_O are taken here from each model's own modules, head by head.
-    from transformers import AutoConfig
-
     torch.manual_seed(0)
-    config = AutoConfig.for_model(model_type, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                  intermediate_size=64, vocab_size=50, max_position_embeddings=32, bos_token_id=0,
-                                  eos_token_id=0, **DECODERS[model_type])
-    AutoModel.from_config(config).save_pretrained(tmp_path)
+    AutoModel.from_config(tiny_config(model_type)).save_pretrained(tmp_path)
     model = AutoModel.from_pretrained(tmp_path, attn_implementation=attn_implementation_for("eager", "norm")).eval()
     input_ids = torch.randint(1, 50, (1, 7))
     maps, _ = SignalMaps(model, "norm")(input_ids, torch.ones_like(input_ids), None)

@@ -21,9 +21,10 @@ PACKAGE = REPO / "workflow_scripts"
 TESTS = REPO / "tests"
 
 MAX_LINES = 400
-# The folders whose .py files are held to MAX_LINES: the package's modules, the tests (tests/support and
-# the conftest.py files included), the benchmarks and the tools.
-SIZED_FOLDERS = (PACKAGE, TESTS, REPO / "benchmarks", REPO / "tools")
+# The folders whose files are held to MAX_LINES, with the files' pattern: the package's modules, the tests
+# (tests/support and the conftest.py files included), the benchmarks, the tools and the rule files.
+SIZED_FOLDERS = ((PACKAGE, "*.py"), (TESTS, "*.py"), (REPO / "benchmarks", "*.py"), (REPO / "tools", "*.py"),
+                 (REPO / "rules", "*.smk"))
 # Files allowed more than MAX_LINES lines, each with the reason (path from the repository root, e.g.
 # "workflow_scripts/core/io.py" or "tests/data/test_glue.py" -> why).
 OVERSIZED: dict[str, str] = {}
@@ -262,15 +263,16 @@ def test_test_file_basenames_are_unique():
 
 
 def _module_lines() -> dict[str, int]:
-    """Path from the repository root -> number of lines, for every .py file of SIZED_FOLDERS."""
+    """Path from the repository root -> number of lines, for every file of SIZED_FOLDERS."""
     return {path.relative_to(REPO).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
-            for folder in SIZED_FOLDERS for path in sorted(folder.rglob("*.py"))}
+            for folder, pattern in SIZED_FOLDERS for path in sorted(folder.rglob(pattern))}
 
 
 def test_modules_are_at_most_max_lines_long():
     lines = _module_lines()
-    empty = [folder.name for folder in SIZED_FOLDERS if not any(name.startswith(f"{folder.name}/") for name in lines)]
-    assert not empty, f"no .py file found under {empty}: moved? (update SIZED_FOLDERS)"
+    empty = [f"{folder.name}/{pattern}" for folder, pattern in SIZED_FOLDERS
+             if not any(name.startswith(f"{folder.name}/") for name in lines)]
+    assert not empty, f"no file found as {empty}: moved? (update SIZED_FOLDERS)"
     too_long = {name: n for name, n in sorted(lines.items()) if n > MAX_LINES and name not in OVERSIZED}
     assert not too_long, (f"modules over {MAX_LINES} lines (split them along their seams, or list them in "
                           "OVERSIZED with the reason): " + ", ".join(f"{m} ({n})" for m, n in too_long.items()))

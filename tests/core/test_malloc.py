@@ -7,11 +7,11 @@ import json
 import platform
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from support.paths import REPO
+
 # Allocates 100 MB twice (a batch, then the next one), in the main thread and in a new thread, and prints the page
 # faults of each second allocation. 100 MB is above glibc's largest dynamic mmap threshold (32 MB) and a thread
 # arena's 64 MB heaps: by default each such block is mapped afresh, and every one of its pages faults again.

@@ -14,7 +14,6 @@ import hashlib
 import http.server
 import logging
 import stat
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -23,6 +22,7 @@ import pooch.core
 import pytest
 
 from support.entries import UD_SOURCE
+from support.release_server import running
 from workflow_scripts.core.errors import SourceUnavailableError
 from workflow_scripts.core.io import FILE_MODE
 from workflow_scripts.data import fetch
@@ -71,20 +71,8 @@ class _Flaky(http.server.BaseHTTPRequestHandler):
 def flaky_server(how: str, failures: int) -> Iterator[tuple[str, Script]]:
     """A server on a free port of 127.0.0.1 answering as ``how`` and ``failures`` say; yield its URL and script."""
     script = Script(how, failures)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Flaky,), {"script": script}))
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    stop = threading.Timer(SERVER_LIFETIME_S, server.shutdown)
-    stop.daemon = True
-    thread.start()
-    stop.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", script
-    finally:
-        stop.cancel()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with running(type("Handler", (_Flaky,), {"script": script}), lifetime_s=SERVER_LIFETIME_S) as base:
+        yield base, script
 
 
 @pytest.fixture

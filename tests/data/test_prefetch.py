@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 
@@ -17,7 +16,7 @@ import yaml
 
 from support.entries import GLOVE_RELEASE, UD_SOURCE, WIC_RELEASE
 from support.paths import REPO
-from support.release_server import WIC_SPLITS, git_blob_id, serve, write_contents_api, write_releases
+from support.release_server import WIC_SPLITS, free_port, git_blob_id, serve, write_contents_api, write_releases
 from support.resolved_config import resolve
 from workflow_scripts.core.io import read_metadata
 from workflow_scripts.data.build import build_glove, build_treebank, build_wic
@@ -177,16 +176,10 @@ def test_model_files_are_the_config_tokenizer_and_one_set_of_weights():
     assert "pytorch_model.bin" in hub.model_files([n for n in repository if n != "model.safetensors"])
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_an_unreachable_source_names_the_url_and_the_fix(tmp_path, releases, tiny_bert, capsys):
     base, _ = releases
     config = study_config(base, tiny_bert)
-    dead = f"http://127.0.0.1:{_free_port()}/WiC_dataset.zip"  # nothing listens there
+    dead = f"http://127.0.0.1:{free_port()}/WiC_dataset.zip"  # nothing listens there
     config["data"]["wic"]["url"] = dead
     code, out = run_prefetch(tmp_path, config, capsys)
     assert code == 1 and not (tmp_path / "offline.yaml").exists()

@@ -85,28 +85,25 @@ def test_text_rebuilt_from_forms_when_comment_missing(tmp_path):
     assert [(w.start, w.end) for w in sentence.words] == [(0, 2), (2, 5), (6, 8), (8, 9)]
 
 
+# An enhanced-UD sentence: the empty node 2.1 (an elided verb) between words 2 and 3.
+WITH_EMPTY_NODE = [
+    tok(1, "He", head=2, deprel="nsubj"),
+    tok(2, "went", head=0, deprel="root"),
+    "\t".join(["2.1", "went", "go", "VERB", "VBD", "_", "_", "_", "0:root", "_"]),
+    tok(3, "home", head=2, deprel="advmod", misc="SpaceAfter=No"),
+    tok(4, ".", head=2, deprel="punct"),
+]
+
+
 def test_text_rebuilt_ignores_empty_nodes(tmp_path):
-    path = write_conllu(tmp_path / "enhanced.conllu", [
-        tok(1, "He", head=2, deprel="nsubj"),
-        tok(2, "went", head=0, deprel="root"),
-        "\t".join(["2.1", "went", "go", "VERB", "VBD", "_", "_", "_", "0:root", "_"]),
-        tok(3, "home", head=2, deprel="advmod", misc="SpaceAfter=No"),
-        tok(4, ".", head=2, deprel="punct"),
-    ])
+    path = write_conllu(tmp_path / "enhanced.conllu", WITH_EMPTY_NODE)
     (sentence,) = parse_conllu(path)
     assert sentence.text == "He went home."
     assert [w.form for w in sentence.words] == ["He", "went", "home", "."]
 
 
 def test_empty_node_with_text_comment_is_skipped(tmp_path):
-    path = write_conllu(tmp_path / "enhanced.conllu", [
-        "# text = He went home.",
-        tok(1, "He", head=2, deprel="nsubj"),
-        tok(2, "went", head=0, deprel="root"),
-        "\t".join(["2.1", "went", "go", "VERB", "VBD", "_", "_", "_", "0:root", "_"]),
-        tok(3, "home", head=2, deprel="advmod", misc="SpaceAfter=No"),
-        tok(4, ".", head=2, deprel="punct"),
-    ])
+    path = write_conllu(tmp_path / "enhanced.conllu", ["# text = He went home.", *WITH_EMPTY_NODE])
     (sentence,) = parse_conllu(path)
     assert [w.form for w in sentence.words] == ["He", "went", "home", "."]
     assert [(w.start, w.end) for w in sentence.words] == [(0, 2), (3, 7), (8, 12), (12, 13)]

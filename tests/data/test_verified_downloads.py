@@ -5,7 +5,6 @@ data_summary.csv)."""
 from __future__ import annotations
 
 import hashlib
-import socket
 
 import pyarrow.parquet as pq
 import pytest
@@ -13,7 +12,7 @@ import yaml
 
 from support.entries import UD, UD_SOURCE
 from support.paths import SCHEMA_PATH
-from support.release_server import git_blob_id, serve, write_contents_api, write_releases
+from support.release_server import free_port, git_blob_id, serve, write_contents_api, write_releases
 from workflow_scripts.core.errors import ChecksumMismatchError
 from workflow_scripts.core.io import read_metadata
 from workflow_scripts.data import fetch
@@ -193,19 +192,13 @@ def test_a_ud_file_that_is_not_the_releases_is_deleted_and_refused(tmp_path):
     assert not any(p.is_file() for p in (tmp_path / "dl").rglob("*"))
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.mark.parametrize("api", ["unreachable", "rate limit"])
 def test_an_unreadable_release_checksum_records_the_digest_and_says_why(tmp_path, caplog, api):
     root = write_releases(tmp_path / "releases")
     if api == "rate limit":  # GitHub's answer to too many requests carries a message and no 'sha'
         write_contents_api(root, "UD_English-EWT", "en_ewt-ud-dev.conllu", {"message": "API rate limit exceeded"})
     with serve(root) as (base, _):
-        template = f"http://127.0.0.1:{_free_port()}/{{repo}}/{{file}}" if api == "unreachable" else None
+        template = f"http://127.0.0.1:{free_port()}/{{repo}}/{{file}}" if api == "unreachable" else None
         out = tmp_path / "ewt.parquet"
         build_treebank(UD["ewt"], "dev", [], out, mirror=None, offline=False, download_dir=tmp_path / "dl",
                        **_ud(base, template))

@@ -6,31 +6,21 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from transformers import AutoConfig, AutoModel
+from transformers import AutoModel
 
+from support.tiny_models import tiny_config
 from workflow_scripts.core.errors import AtlasError
 from workflow_scripts.models.families import FAMILIES, GENERIC, attention_of_layers, family_of
 
-SMALL = {"hidden_size": 32, "num_hidden_layers": 3, "num_attention_heads": 2, "intermediate_size": 37,
-         "vocab_size": 99, "max_position_embeddings": 64}
-# What a tiny model of a type needs beyond SMALL (special tokens inside its small vocabulary, its own names).
-EXTRA = {
-    "distilbert": {"dim": 32, "n_layers": 3, "n_heads": 2, "hidden_dim": 37},
-    "modernbert": {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "cls_token_id": 1, "sep_token_id": 2,
-                   "global_attn_every_n_layers": 1},
-    **{t: {"bos_token_id": 0, "eos_token_id": 0} for t in ("gpt2", "gpt_neox")},
-    "opt": {"ffn_dim": 37, "word_embed_proj_dim": 32, "bos_token_id": 2, "eos_token_id": 2, "pad_token_id": 1},
-    **{t: {"bos_token_id": 0, "eos_token_id": 0, "num_key_value_heads": 1} for t in ("llama", "mistral", "qwen2",
-                                                                                      "qwen3")},
-}
+# Three layers of two heads (one value head: grouped-query families), sizes no family shares by default.
+SMALL = {"layers": 3, "heads": 2, "intermediate": 37, "vocab": 99, "positions": 64}
 DECLARED = sorted(t for family in FAMILIES if family.attention_layers is not None for t in family.model_types)
 ENCODERS_NAMED_SELF_ATTENTION = {t for f in FAMILIES if f.name in ("bert", "roberta", "distilbert")
                                  for t in f.model_types}
 
 
 def _tiny(model_type: str):
-    config = AutoConfig.for_model(model_type, **{**SMALL, **EXTRA.get(model_type, {})})
-    return AutoModel.from_config(config, attn_implementation="eager").eval()
+    return AutoModel.from_config(tiny_config(model_type, **SMALL), attn_implementation="eager").eval()
 
 
 @pytest.mark.parametrize("model_type", DECLARED)
@@ -74,7 +64,7 @@ def test_gpt2s_output_weight_is_its_conv1d_weight_transposed():
 def test_a_model_type_no_family_covers_is_generic_and_refused_where_attention_is_needed():
     assert family_of("bloom") is GENERIC and family_of(None) is GENERIC
     assert GENERIC.pad_id(SimpleNamespace(pad_token_id=None)) == 0
-    albert = AutoModel.from_config(AutoConfig.for_model("albert", embedding_size=16, **SMALL))
+    albert = AutoModel.from_config(tiny_config("albert", embedding_size=16, **SMALL))
     with pytest.raises(AtlasError, match=r"model type 'albert': head ablation acts inside each layer's attention, "
                                          r"which this workflow knows for model types bert, camembert, .*distilbert.*"
                                          r"Do without it, or declare .*models/families.py"):
@@ -87,8 +77,8 @@ def test_a_model_type_no_family_covers_is_generic_and_refused_where_attention_is
 def test_padding_positions_and_pad_ids_follow_the_family():
     assert family_of("roberta").reserves_padding_positions and family_of("camembert").reserves_padding_positions
     assert not family_of("bert").reserves_padding_positions and not family_of("gpt2").reserves_padding_positions
-    assert family_of("roberta").pad_id(AutoConfig.for_model("roberta", **SMALL)) == 1
-    assert family_of("bert").pad_id(AutoConfig.for_model("bert", **SMALL)) == 0
+    assert family_of("roberta").pad_id(tiny_config("roberta", **SMALL)) == 1
+    assert family_of("bert").pad_id(tiny_config("bert", **SMALL)) == 0
     # No pad token (GPT-2, Pythia, Llama): the end-of-text token pads, behind the attention mask.
     assert family_of("gpt2").pad_id(SimpleNamespace(pad_token_id=None, eos_token_id=50256)) == 50256
     assert family_of("llama").pad_id(SimpleNamespace(pad_token_id=None, eos_token_id=[128001, 128009])) == 128001

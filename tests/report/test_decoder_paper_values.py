@@ -9,12 +9,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from support.paths import REPO
 from workflow_scripts.report.comparison import paper_comparison
 from workflow_scripts.report.formatting import NOT_COMPUTED
 from workflow_scripts.report.paper_values import read_paper_items
 from workflow_scripts.report.registry import paper_value_files
 
-REPO = Path(__file__).resolve().parents[2]
 PAPER_VALUES = paper_value_files(root=REPO)
 MODEL = "tiny"  # the model of the hand-built tables (conftest.py)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from support.paths import REPO
 from workflow_scripts.report.items import StudyTables
 from workflow_scripts.report.paper_values import read_paper_items
 from workflow_scripts.report.registry import paper_value_files
@@ -16,7 +17,6 @@ from workflow_scripts.report.summary import summary_figure
 from workflow_scripts.surface.report import draw_surface
 from workflow_scripts.syntax.report_panels import draw_dependency
 
-REPO = Path(__file__).resolve().parents[2]
 PAPER_VALUES = paper_value_files(root=REPO)
 DECODER = "gpt"
 # (layer, head) -> alpha_1, pretrained; the random-init control has 0.05 everywhere.

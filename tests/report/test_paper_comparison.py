@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
+from support.paths import REPO
 from workflow_scripts.core.errors import InputFormatError
 from workflow_scripts.finetune_effects.report import tasks_in_note
 from workflow_scripts.report.comparison import paper_comparison
@@ -17,7 +17,6 @@ from workflow_scripts.report.paper_values import read_paper_items, read_paper_va
 from workflow_scripts.report.registry import paper_value_files
 from workflow_scripts.syntax.report_items import coref_key, probe_key, relation_of
 
-REPO = Path(__file__).resolve().parents[2]
 # The published numbers of every stage, as the report rules pass them.
 PAPER_VALUES = paper_value_files(root=REPO)
 MODEL = "tiny"

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from support.paths import REPO
 from workflow_scripts.core.errors import AtlasError
 from workflow_scripts.core.stages import STAGES
 from workflow_scripts.report.comparison import paper_comparison
@@ -28,7 +29,6 @@ from workflow_scripts.report.registry import (
 )
 from workflow_scripts.report.summary import summary_figure
 
-REPO = Path(__file__).resolve().parents[2]
 MODEL = "tiny"
 FAKE = "atlas_fake_stage"
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
+from support.paths import REPO
 from workflow_scripts.report.items import StudyTables
 from workflow_scripts.report.paper_values import read_paper_items
 from workflow_scripts.report.registry import panels, paper_value_files
@@ -17,7 +17,6 @@ from workflow_scripts.syntax.report_panels import (
     draw_probes,
 )
 
-REPO = Path(__file__).resolve().parents[2]
 PAPER_VALUES = paper_value_files(root=REPO)
 MODEL = "tiny"
 HEADS_NOTE = ("headline heads selected on train, scored on dev: held out (train→dev); light bars: selected and "

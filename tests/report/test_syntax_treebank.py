@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from support.paths import REPO
 from workflow_scripts.report.comparison import paper_comparison
 from workflow_scripts.report.formatting import COMPARED, NOT_COMPUTED
 from workflow_scripts.report.items import StudyContext, StudyTables
@@ -16,7 +16,6 @@ from workflow_scripts.report.registry import paper_value_files
 from workflow_scripts.syntax.report_items import treebank_note
 from workflow_scripts.syntax.report_panels import draw_dependency, draw_probes
 
-REPO = Path(__file__).resolve().parents[2]
 PAPER_VALUES = paper_value_files(root=REPO)
 MODEL = "tiny"
 PTB = "WSJ (PTB sample)"

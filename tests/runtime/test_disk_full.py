@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import errno
-import logging
 import os
 import shutil
 from collections import namedtuple
@@ -73,16 +72,6 @@ def test_the_record_goes_to_the_temporary_folder_where_the_logs_disk_refuses_it(
     assert failures.read_record(log)["message"] == "full"
     failures.clear(log)
     assert failures.read_record(log) is None and not written.exists()
-
-
-@pytest.fixture
-def job_logging():
-    yield
-    logging.raiseExceptions = True
-    logger = logging.getLogger("workflow_scripts")
-    for handler in list(logger.handlers):
-        logger.removeHandler(handler)
-        handler.close()
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here (a Linux device: every write fails "

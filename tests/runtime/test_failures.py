@@ -104,15 +104,6 @@ def test_report_lists_the_failed_jobs_in_the_order_they_failed_and_caps_the_bloc
 # The entry point ----------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def job_logging():
-    yield
-    logger = logging.getLogger("workflow_scripts")
-    for handler in list(logger.handlers):
-        logger.removeHandler(handler)
-        handler.close()
-
-
 def _smk(rule: str, log: Path) -> SimpleNamespace:
     return SimpleNamespace(rule=rule, log=[str(log)], params={}, threads=1,
                            wildcards=SimpleNamespace(items=lambda: [("task", "cola")]))

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from support.paths import REPO
+
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 GREEDY = {"--config", "-C", "--configfile", "--configfiles"}
 

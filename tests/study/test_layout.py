@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
 import pytest
 
+from support.paths import REPO
 from workflow_scripts.core.stages import STAGES
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("stage", STAGES)

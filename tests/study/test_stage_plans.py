@@ -27,16 +27,34 @@ def test_one_plan_per_stage_in_the_order_of_the_stages():
         assert callable(plan.plan)
 
 
-def test_every_declared_caption_is_a_file_that_the_stage_rules_name():
+def test_every_analysis_declares_one_caption_per_table_and_figure_in_their_order():
+    for plan in STAGE_PLANS:
+        for analysis in plan.ANALYSES:
+            assert len(analysis.captions) == len(analysis.tables) + len(analysis.figures), (plan.STAGE, analysis.name)
+            for caption in analysis.captions:
+                assert (REPO / "report" / caption).is_file(), f"{plan.STAGE}: {caption} is not under report/"
+
+
+def _asked_of_the_plan(rules: str, stage: str, kind: str, name: str) -> bool:
+    """Whether a rule file takes output ``name`` from its stage's plan (STUDY.<stage>.report_<kind>("<name>"))."""
+    return f'STUDY.{stage}.report_{kind}("{name}")' in rules
+
+
+def test_every_declared_caption_is_shown_by_a_rule_of_its_stage():
+    # A rule asks the plan for its report() output (report_table, report_figure, report_stacked), or, in the stages
+    # not yet moved to it, names the caption file itself.
     for plan in STAGE_PLANS:
         rules = (REPO / "rules" / f"{plan.STAGE}.smk").read_text(encoding="utf-8")
         for analysis in plan.ANALYSES:
-            for index, caption in enumerate(analysis.captions):
-                assert (REPO / "report" / caption).is_file(), f"{plan.STAGE}: {caption} is not under report/"
+            outputs = [("table", t) for t in analysis.tables] + [("figure", f) for f in analysis.figures]
+            for index, ((kind, name), caption) in enumerate(zip(outputs, analysis.captions, strict=True)):
                 # A stacked table's caption reaches the generic rule's caption file through params.caption.
                 stacked = analysis.stack_key and index == 0
+                if stacked and f"STUDY.{plan.STAGE}.report_stacked()" in rules:
+                    continue
                 shown = f"../report/{stacked_table_caption(plan.STAGE)}" if stacked else f"../report/{caption}"
-                assert f'"{shown}"' in rules, f"rules/{plan.STAGE}.smk does not show {caption}"
+                assert _asked_of_the_plan(rules, plan.STAGE, kind, name) or f'"{shown}"' in rules, (
+                    f"rules/{plan.STAGE}.smk does not show {caption}")
 
 
 def test_every_declared_table_is_the_output_of_a_rule_of_its_stage():
@@ -44,8 +62,35 @@ def test_every_declared_table_is_the_output_of_a_rule_of_its_stage():
         rules = (REPO / "rules" / f"{plan.STAGE}.smk").read_text(encoding="utf-8")
         for analysis in plan.ANALYSES:
             for table in analysis.tables:
-                generic = analysis.stack_key and f"rule {plan.STAGE}_table:" in rules and 'table("{table}")' in rules
-                assert generic or re.search(rf'table\("{table}"\)', rules), f"no rule of {plan.STAGE} writes {table}"
+                generic = analysis.stack_key and f"rule {plan.STAGE}_table:" in rules and (
+                    'table("{table}")' in rules or f"STUDY.{plan.STAGE}.report_stacked()" in rules)
+                asked = _asked_of_the_plan(rules, plan.STAGE, "table", table)
+                assert generic or asked or re.search(rf'table\("{table}"\)', rules), (
+                    f"no rule of {plan.STAGE} writes {table}")
+
+
+def test_a_report_output_carries_the_caption_category_and_subcategory_its_analysis_declares():
+    from snakemake.io import is_flagged
+
+    study = study_of()
+    figure = study.surface.report_figure("sep_gradient")  # the table of the same name has a caption of its own
+    assert is_flagged(figure, "report") and str(figure) == study.paths.figure("surface", "sep_gradient", "png")
+    entry = figure.flags["report"]
+    assert (entry.caption, entry.category, entry.subcategory) == (
+        "../report/surface_sep_gradient_figure.rst", "What does BERT look at?", None)
+    table = study.surface.report_table("sep_gradient").flags["report"]
+    assert table.caption == "../report/surface_sep_gradient.rst"
+    sinks = study.surface.report_table("sink_rates")
+    assert str(sinks) == study.paths.table("sink_rates")
+    assert (sinks.flags["report"].caption, sinks.flags["report"].subcategory) == (
+        "../report/surface_sink_rates.rst", "Head diagnostics")
+    probes = study.syntax.report_table("probes").flags["report"]
+    assert (probes.caption, probes.category) == ("../report/syntax_probes.rst", "What does BERT look at?")
+    stacked = study.surface.report_stacked()
+    assert str(stacked) == study.paths.table("{table}")
+    assert stacked.flags["report"].subcategory == study.surface.table_subcategory
+    with pytest.raises(KeyError, match="declares figure 'probes'"):
+        study.syntax.report_figure("probes")
 
 
 def test_rule_all_asks_for_every_declared_table_of_a_full_study():

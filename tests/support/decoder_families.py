@@ -16,10 +16,9 @@ from .induction_gpt2 import TOKEN_CODES, save_induction_gpt2
 from .mirror import write_tiny_study
 from .tiny_models import save_from_config
 
-# The families' models made from a config: model type and the keys their configs also need. llama: two query heads
-# share each value head.
-FAMILIES = {"neox": ("gpt_neox", {}), "llama": ("llama", {"num_key_value_heads": 2}),
-            "opt": ("opt", {"ffn_dim": 64, "word_embed_proj_dim": 32}), "encoder": ("roberta", {"type_vocab_size": 1})}
+# The families' models made from a config (support/tiny_models.tiny_config: llama's query heads share a value head
+# per two).
+FAMILIES = {"neox": "gpt_neox", "llama": "llama", "opt": "opt", "encoder": "roberta"}
 # first_token (a head measure) and sep_gradient: the surface stage on decoders (test_decoder_study.py);
 # role_agreement: each model's attention against its norm signal.
 TABLES = ("attention_dumps", "head_diagnostics", "sink_rates", "first_token", "sep_gradient", "dependency_best",
@@ -31,8 +30,8 @@ TARGETS = (*(f"results/tables/{name}.csv" for name in TABLES), "results/figures/
 def write_families_study(work: Path, tokenizer_dir: Path) -> Path:
     """The models (under ``work/models``, with the tokenizer in ``tokenizer_dir``: the tiny RoBERTa's), the tiny
     mirror and ``work/tiny.yaml``; returns ``work``, whose run builds ``TARGETS``."""
-    models = {name: save_from_config(work / "models" / name, model_type, tokenizer_dir, extra)
-              for name, (model_type, extra) in FAMILIES.items()}
+    models = {name: save_from_config(work / "models" / name, model_type, tokenizer_dir)
+              for name, model_type in FAMILIES.items()}
     models["gpt2"] = save_induction_gpt2(work / "models" / "induction-gpt2", tokenizer_dir, sink=True)
     write_tiny_study(work, models["neox"])
     config = yaml.safe_load((work / "tiny.yaml").read_text())

@@ -34,6 +34,8 @@ DATE = "2024-01-01T00:00:00.000Z"
 
 
 def git_blob_id(content: bytes) -> str:
+    """What git (and the hub, and GitHub's contents API, as "sha") names a file by: sha1 of b"blob SIZE\\0" and the
+    content."""
     return hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
 
 

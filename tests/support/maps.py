@@ -98,4 +98,5 @@ def block_map(special: np.ndarray, segment: np.ndarray) -> np.ndarray:
 
 
 def uniform_map(n: int) -> np.ndarray:
-    return np.full((n, n), 1.0 / n)
+    """Every token attends to every token alike."""
+    return np.full((n, n), 1.0 / n, dtype=np.float32)

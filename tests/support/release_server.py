@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import http.server
 import json
+import socket
 import threading
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from support.hub_server import git_blob_id
 from support.mirror import CONLLU
 
 WIC_SPLITS = {"train": 6, "dev": 4, "test": 2}
@@ -30,9 +31,11 @@ def glove_text(dim: int = 5) -> str:
                    for i, w in enumerate(GLOVE_WORDS))
 
 
-def git_blob_id(content: bytes) -> str:
-    """What git (and GitHub's contents API, as "sha") names a file by: sha1 of b"blob SIZE\\0" and the content."""
-    return hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
+def free_port() -> int:
+    """A port of 127.0.0.1 nothing listens on (an unreachable source's URL)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def write_contents_api(root: Path, repo: str, file: str, answer: dict) -> None:
@@ -74,15 +77,31 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 
 @contextlib.contextmanager
+def running(handler, lifetime_s: float | None = None) -> Iterator[str]:
+    """An HTTP server of ``handler`` (a request handler class, or a factory of one) on a free port of 127.0.0.1, in a
+    thread of the test; yields its base URL. ``lifetime_s``: it stops by itself after that long (a test that hangs
+    still ends)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    stop = threading.Timer(lifetime_s, server.shutdown) if lifetime_s else None
+    thread.start()
+    if stop is not None:
+        stop.daemon = True
+        stop.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        if stop is not None:
+            stop.cancel()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@contextlib.contextmanager
 def serve(root: Path) -> Iterator[tuple[str, list[str]]]:
     """Serve ``root`` on 127.0.0.1 (a free port); yield its base URL and the list of paths requested."""
     requests: list[str] = []
     handler = type("Handler", (_Quiet,), {"requests": requests})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", requests
-    finally:
-        server.shutdown()
-        server.server_close()
+    with running(functools.partial(handler, directory=str(root))) as base:
+        yield base, requests

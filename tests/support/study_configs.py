@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import yaml
 from snakemake.utils import update_config, validate
 
+from support.paths import REPO
 from workflow_scripts.study.build import build_study
 from workflow_scripts.study.config import check_schema, check_semantics, coerce_config, load_schema
 from workflow_scripts.study.revisions import expand_revisions
 
-REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 MODEL = "bert-base-uncased"
 

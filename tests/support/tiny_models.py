@@ -74,18 +74,50 @@ def save_tiny_model(directory: Path, *, kind: str = "bert", cased: bool = False,
     return directory
 
 
-def save_from_config(folder: Path, model_type: str, tokenizer_dir: Path, extra: dict) -> Path:
-    """A tiny model of any ``model_type`` transformers knows (2 layers of 4 heads, width 32, random weights) with the
-    tokenizer in ``tokenizer_dir``; ``extra``: the keys its config also needs (tests/support/decoder_families.py)."""
+# The keys a tiny config of a model type needs beyond its size: its own names for the size, special tokens inside a
+# small vocabulary (a caller's keys win: a tokenizer's ids), a value head per two query heads where a family groups
+# them, one token type where the tests' tokenizers have no second segment.
+DECODER_TOKENS = {"bos_token_id": 0, "eos_token_id": 0}
+GROUPED_QUERY_TYPES = ("llama", "mistral", "qwen2", "qwen3")
+
+
+def _type_keys(model_type: str, width: int, layers: int, heads: int, intermediate: int) -> dict:
+    table = {
+        "distilbert": {"dim": width, "n_layers": layers, "n_heads": heads, "hidden_dim": intermediate},
+        "modernbert": {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "cls_token_id": 1, "sep_token_id": 2,
+                       "global_attn_every_n_layers": 1},
+        "gpt2": DECODER_TOKENS,
+        "gpt_neox": DECODER_TOKENS,
+        "opt": {"ffn_dim": intermediate, "word_embed_proj_dim": width, "bos_token_id": 2, "eos_token_id": 2,
+                "pad_token_id": 1},
+        **{t: {**DECODER_TOKENS, "num_key_value_heads": heads // 2} for t in GROUPED_QUERY_TYPES},
+        "roberta": {"type_vocab_size": 1},
+    }
+    return table.get(model_type, {})
+
+
+def tiny_config(model_type: str, *, layers: int = 2, heads: int = 4, width: int = 32, intermediate: int = 64,
+                vocab: int = 50, positions: int = 32, **keys):
+    """The config of a tiny model of any ``model_type`` transformers knows: the one family table of the tests
+    (``_type_keys``); ``keys`` are added last (a tokenizer's special tokens, ALBERT's embedding size)."""
+    from transformers import AutoConfig
+
+    size = {"hidden_size": width, "num_hidden_layers": layers, "num_attention_heads": heads,
+            "intermediate_size": intermediate, "vocab_size": vocab, "max_position_embeddings": positions}
+    return AutoConfig.for_model(model_type, **{**size, **_type_keys(model_type, width, layers, heads, intermediate),
+                                               **keys})
+
+
+def save_from_config(folder: Path, model_type: str, tokenizer_dir: Path) -> Path:
+    """A tiny model of any ``model_type`` transformers knows (2 layers of 4 heads, width 32, random weights:
+    :func:`tiny_config`) with the tokenizer in ``tokenizer_dir``."""
     import torch
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers import AutoModel, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     torch.manual_seed(0)
-    config = AutoConfig.for_model(model_type, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                  intermediate_size=64, vocab_size=len(tokenizer), max_position_embeddings=66,
-                                  bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                                  pad_token_id=tokenizer.pad_token_id, **extra)
+    config = tiny_config(model_type, vocab=len(tokenizer), positions=66, bos_token_id=tokenizer.bos_token_id,
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
     AutoModel.from_config(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder

@@ -7,16 +7,12 @@ import pandas as pd
 import pytest
 
 from support.dumps import write_dump
-from support.maps import shifted
+from support.maps import shifted, uniform_map
 from workflow_scripts.surface.distance import attention_distance, attention_distance_part, row_distances
 
 
 def self_map(n: int) -> np.ndarray:
     return np.eye(n, dtype=np.float32)
-
-
-def uniform_map(n: int) -> np.ndarray:
-    return np.full((n, n), 1.0 / n, dtype=np.float32)
 
 
 def first_token_map(n: int) -> np.ndarray:

@@ -11,7 +11,6 @@ import pyarrow as pa
 import pytest
 
 from support.dumps import write_dump, write_word_index_tokens
-from support.tiny_dumps import tiny_dump
 from workflow_scripts.attention.reader import AttentionDump
 from workflow_scripts.core.errors import AtlasError
 from workflow_scripts.surface.head_measures import (
@@ -63,13 +62,6 @@ def test_a_token_table_that_does_not_match_the_dump_is_refused_by_example(tmp_pa
     tokens = write_word_index_tokens(tmp_path / "t.parquet", {1: [-1, 0, 1, -1]})
     with pytest.raises(AtlasError, match="example 1 has 3 tokens in the dump and 4 tokens in the token table"):
         head_measure(SELF, manifest.parent, tokens, resamples=10, seed=0)
-
-
-@pytest.fixture(scope="module")
-def three_shard_dump(tmp_path_factory, tiny_bert):
-    """A real extraction of the tiny sentences into 3 shards (a tiny BERT), with its token table."""
-    _, tokens, dump, _, _ = tiny_dump(tmp_path_factory.mktemp("dump"), tiny_bert, pairs=False, n_shards=3)
-    return dump / "manifest.json", tokens
 
 
 @pytest.mark.parametrize("measure", [SELF, *HEAD_MEASURES], ids=lambda m: m.name)

@@ -11,7 +11,6 @@ import pytest
 
 from support.dumps import write_token_table
 from support.tiny_dumps import SENTENCES
-from support.tiny_dumps import tiny_dump as _dump
 from workflow_scripts.attention.reader import AttentionDump
 from workflow_scripts.core.errors import AtlasError
 from workflow_scripts.core.file_records import write_sealed_json
@@ -23,14 +22,6 @@ from workflow_scripts.surface.distance import (
 from workflow_scripts.surface.statistics import surface_heads, surface_heads_gather, surface_heads_shard
 
 LABELS = {"model": "tiny", "checkpoint": "pretrained", "corpus": "wiki", "split": "segments"}
-
-
-@pytest.fixture(scope="module")
-def three_shard_dump(tmp_path_factory, tiny_bert):
-    """A real extraction of the tiny sentences into 3 shards (a tiny BERT), with its token table."""
-    tmp_path = tmp_path_factory.mktemp("dump")
-    _, tokens, dump, _, _ = _dump(tmp_path, tiny_bert, pairs=False, n_shards=3)
-    return dump / "manifest.json", tokens
 
 
 def _shard_jobs(job, manifest, tmp_path, name):

@@ -157,6 +157,15 @@ def test_a_local_csv_task_is_read_fine_tuned_and_scored(built):
 STUDY_WIDE = ("results/tables/", "results/figures/", "results/logs/", "results/explorer/")
 
 
+def planned_outside(built: Path, config: dict, branch: re.Pattern) -> tuple[set[str], set[str]]:
+    """The dry run of ``config`` on the built study: every output it plans, and those neither in ``branch`` nor
+    study-wide (what the change would rebuild for nothing)."""
+    result = with_config(built, config, "--dry-run")
+    assert result.returncode == 0, result.stderr[-3000:]
+    outputs = planned_outputs(result)
+    return outputs, {o for o in outputs if not (branch.match(o) or o.startswith(STUDY_WIDE))}
+
+
 def test_a_second_run_plans_nothing(built):
     result = snakemake(built, "--dry-run", configfile="open.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -168,18 +177,15 @@ def test_adding_a_csv_task_entry_plans_only_its_branch(built):
     config = config_of(built)
     config["tasks"]["second"] = csv_task_entry(built / "corpora" / "second")
     config["study"]["tasks"] = ["mycsv", "second"]
-    result = with_config(built, config, "--dry-run")
-    assert result.returncode == 0, result.stderr[-3000:]
-    outputs = planned_outputs(result)
-    assert {"results/data/second/train.parquet", "results/data/second/dev.parquet",
-            "results/checkpoints/tiny/second.seed42.final/checkpoint.json",
-            "results/analysis/finetune_effects/tiny/second.seed42.final/second/pattern_classes.csv"} <= outputs
     branch = re.compile(r"results/(data/second/|annotation/second/|tokens/[^/]+/second/|attention/[^/]+/[^/]+/second/"
                         r"|checkpoints/[^/]+/second\.|finetune/[^/]+/second\."
                         r"|analysis/finetune_effects/[^/]+/[^/]+/second/|analysis/finetune_effects/tiny/[^/]+$"
                         # its heads disabled; the found heads are ablated in every fine-tuned task
                         r"|analysis/ablation/[^/]+/second\.|analysis/ablation/[^/]+/found_heads\.csv$)")
-    stray = {o for o in outputs if not (branch.match(o) or o.startswith(STUDY_WIDE))}
+    outputs, stray = planned_outside(built, config, branch)
+    assert {"results/data/second/train.parquet", "results/data/second/dev.parquet",
+            "results/checkpoints/tiny/second.seed42.final/checkpoint.json",
+            "results/analysis/finetune_effects/tiny/second.seed42.final/second/pattern_classes.csv"} <= outputs
     assert not stray, f"outputs outside the new task's branch would be rebuilt: {sorted(stray)}"
 
 
@@ -190,17 +196,14 @@ def test_adding_a_treebank_entry_plans_only_its_branch(built):
     config["study"]["treebanks"] = [*config["study"]["treebanks"], "de"]
     config["syntax"]["treebanks"] = [*config["syntax"]["treebanks"], "de"]
     config["attention"]["corpora"]["de"] = ["train", "dev"]
-    result = with_config(built, config, "--dry-run")
-    assert result.returncode == 0, result.stderr[-3000:]
-    outputs = planned_outputs(result)
-    assert {"results/data/de/train.parquet", "results/tokens/tiny/de/dev.parquet",
-            "results/analysis/syntax/tiny/pretrained/dependency/de_dev.parquet"} <= outputs
     branch = re.compile(r"results/(data/de/|annotation/de/|tokens/[^/]+/de/|attention/[^/]+/[^/]+/de/"
                         r"|analysis/syntax/[^/]+/[^/]+/(dependency/de_|dependency/shards/de_|probe_features/de_|probes/de/)"
                         r"|analysis/syntax/[^/]+/baselines/de/"
                         # the found heads read the study-wide dependency_best table, which gains de's rows
                         r"|analysis/ablation/[^/]+/found_heads\.csv$)")
-    stray = {o for o in outputs if not (branch.match(o) or o.startswith(STUDY_WIDE))}
+    outputs, stray = planned_outside(built, config, branch)
+    assert {"results/data/de/train.parquet", "results/tokens/tiny/de/dev.parquet",
+            "results/analysis/syntax/tiny/pretrained/dependency/de_dev.parquet"} <= outputs
     assert not stray, f"outputs outside the new treebank's branch would be rebuilt: {sorted(stray)}"
 
 

@@ -3,7 +3,8 @@ takes, that the dry run plans its job, and that the job runs and writes what it 
 
 The toy stage ``token_counts`` counts the examples, tokens and special tokens of each model's surface token table
 (values known by construction: the test counts them itself from the same table). Its files are the ones a stage
-needs to be planned and run; the list is the recipe's (a finished contribution adds its docs page and tests).
+needs to be planned and run, counted from the copy's real diff; the list is the recipe's (a finished contribution
+adds its docs page and tests).
 """
 
 from __future__ import annotations
@@ -111,8 +112,8 @@ NEW_FILES = {
 STAGES_FILE = "workflow_scripts/core/stages.py"
 
 
-def add_toy_stage(workflow: Path) -> list[str]:
-    """Write the toy stage into the workflow's copy; the files touched, relative to it."""
+def add_toy_stage(workflow: Path) -> None:
+    """Write the toy stage into the workflow's copy."""
     stages = workflow / STAGES_FILE
     text = stages.read_text(encoding="utf-8")
     assert '"ablation", "report"' in text
@@ -120,13 +121,31 @@ def add_toy_stage(workflow: Path) -> list[str]:
     for name, content in NEW_FILES.items():
         (workflow / name).parent.mkdir(parents=True, exist_ok=True)
         (workflow / name).write_text(textwrap.dedent(content).lstrip(), encoding="utf-8")
-    return [STAGES_FILE, *NEW_FILES]
+
+
+def file_contents(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (relative path -> bytes), Python's byte-code caches left out."""
+    return {path.relative_to(folder).as_posix(): path.read_bytes() for path in folder.rglob("*")
+            if path.is_file() and "__pycache__" not in path.parts}
+
+
+def changed_files(before: dict[str, bytes], after: dict[str, bytes]) -> list[str]:
+    """The files added, changed or removed between two :func:`file_contents` of one folder."""
+    return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
+
+
+def test_changed_files_counts_added_changed_and_removed_files():
+    before = {"a.py": b"1", "b.py": b"2", "c.py": b"3"}
+    assert changed_files(before, {"a.py": b"1", "b.py": b"two", "d.py": b"4"}) == ["b.py", "c.py", "d.py"]
 
 
 def test_a_new_stage_is_a_handful_of_files_and_its_job_plans_and_runs(tiny_study, tmp_path):
     snakefile = copy_workflow(tmp_path / "workflow")
-    touched = add_toy_stage(snakefile.parent)
-    assert len(touched) <= 8, touched
+    before = file_contents(snakefile.parent)
+    add_toy_stage(snakefile.parent)
+    # The recipe's promise, counted from what really changed in the copy: the stage list and six new files.
+    touched = changed_files(before, file_contents(snakefile.parent))
+    assert len(touched) <= 7, touched
     work = copy_study(tiny_study, tmp_path / "study")
     table = work / "results" / "tables" / "token_counts.csv"
     # Only what is missing: the copy's code digests differ from the original's (its stage list changed).

@@ -63,6 +63,14 @@ class Analysis:
     stack_key: tuple[str, ...] = ()
     report_subcategory: str | None = None
 
+    def table_caption_file(self, table: str) -> str:
+        """The caption file of one of its tables (``captions`` follows ``tables``, then ``figures``)."""
+        return self.captions[self.tables.index(table)]
+
+    def figure_caption_file(self, figure: str) -> str:
+        """The caption file of one of its figures (a figure may share its table's name: sep_gradient)."""
+        return self.captions[len(self.tables) + self.figures.index(figure)]
+
 
 def declared_tables(analyses: tuple[Analysis, ...]) -> list[str]:
     """Every table the analyses write, in declaration order."""
@@ -108,6 +116,10 @@ class StagePlan:
 
     # The stage's declared analyses (its module's ANALYSES): its generic table rule's params functions read them.
     analyses: ClassVar[tuple[Analysis, ...]] = ()
+    # The stage's name (its figures' folder) and the report's category of its tables and figures (its module's
+    # STAGE and REPORT_CATEGORY): report_table and report_figure read them.
+    stage: ClassVar[str] = ""
+    report_category: ClassVar[str | None] = None
 
     @property
     def paths(self) -> ResultPaths:
@@ -130,3 +142,41 @@ class StagePlan:
     def table_subcategory(self, wc: Any) -> str | None:
         """Where the report files the stacked table (its ``Analysis.report_subcategory``)."""
         return self.stacked(wc).report_subcategory
+
+    # --- the report() outputs of the stage's rules, as the analyses declare them ---------------------------------
+
+    def report_table(self, name: str) -> Any:
+        """Table ``name`` as its rule's report() output: its caption file, the stage's category and its analysis's
+        subcategory, as declared."""
+        analysis = self._declaring(name, "tables")
+        return self._report(self.paths.table(name), analysis.table_caption_file(name), analysis)
+
+    def report_figure(self, name: str) -> Any:
+        """The PNG of figure ``name`` (under ``figures/<stage>/``) as its rule's report() output, declared as a table
+        is; its PDF is a plain output of the rule."""
+        analysis = self._declaring(name, "figures")
+        return self._report(self.paths.figure(self.stage, name, "png"), analysis.figure_caption_file(name), analysis)
+
+    def report_stacked(self) -> Any:
+        """The output of the stage's generic table rule (``<stage>_table``, ``table`` wildcard) as a report() output:
+        its caption file shows each stacked table's own caption (``table_caption``), filed under the table's
+        subcategory (``table_subcategory``)."""
+        from snakemake.io import report
+
+        return report(self.paths.table("{table}"), caption=f"../report/{stacked_table_caption(self.stage)}",
+                      category=self.report_category, subcategory=self.table_subcategory)
+
+    def _declaring(self, name: str, kind: str) -> Analysis:
+        """The analysis whose ``kind`` ("tables" or "figures") holds ``name``."""
+        for analysis in self.analyses:
+            if name in getattr(analysis, kind):
+                return analysis
+        raise KeyError(f"no analysis of the {self.stage} stage declares {kind[:-1]} {name!r} (its ANALYSES)")
+
+    def _report(self, path: str, caption: str, analysis: Analysis) -> Any:
+        # Snakemake's own report(): the rules call these while Snakemake reads them, and it resolves the caption from
+        # the rule file's folder (rules/).
+        from snakemake.io import report
+
+        return report(path, caption=f"../report/{caption}", category=self.report_category,
+                      subcategory=analysis.report_subcategory)

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from ..model import Study
 
 STAGE = "surface"
+# The report's category of the stage's tables and figures, and of the syntax stage's: [C]'s title.
+REPORT_CATEGORY = "What does BERT look at?"
 PER_SHARD = "(subject, checkpoint) x shard group of the surface dump"
 PER_CHECKPOINT = "(subject, checkpoint) of the surface dump"
 GRADIENT = "sep_gradient"
@@ -48,7 +50,7 @@ ANALYSES = (
     Analysis(DIAGNOSTICS, "(model, checkpoint): the model run on synthetic token sequences",
              tables=(DIAGNOSTICS, "sink_rates", "head_diagnostics_halves"),
              captions=("surface_head_diagnostics.rst", "surface_sink_rates.rst", "surface_head_diagnostics_halves.rst"),
-             explorer_tables=(DIAGNOSTICS,),
+             explorer_tables=(DIAGNOSTICS,), report_subcategory="Head diagnostics",
              explorer_measures=(
                  ExplorerMeasure(DIAGNOSTICS, "induction", "induction score (repeated random tokens)", "share",
                                  (("input", "random_repeated"),)),
@@ -129,6 +131,8 @@ class Plan(StagePlan):
     """The surface stage's plan (``STUDY.surface``), with the input and params functions of rules/surface.smk."""
 
     analyses: ClassVar[tuple[Analysis, ...]] = ANALYSES
+    stage: ClassVar[str] = STAGE
+    report_category: ClassVar[str] = REPORT_CATEGORY
 
     pairs: list[tuple[str, str]]              # (subject, checkpoint) of the surface dump
     cluster_pairs: list[tuple[str, str]]      # those of attention.checkpoints: the head clusters

@@ -4,9 +4,10 @@ syntax.treebanks whose selection and score splits are dumped; coreference heads 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .declarations import Analysis, StagePlan, declared_figures, declared_tables
+from .surface import REPORT_CATEGORY
 
 if TYPE_CHECKING:
     from ..model import Study
@@ -74,6 +75,10 @@ def plan(study: Study) -> Plan:
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Plan(StagePlan):
     """The syntax stage's plan (``STUDY.syntax``), with the input functions of rules/syntax.smk."""
+
+    analyses: ClassVar[tuple[Analysis, ...]] = ANALYSES
+    stage: ClassVar[str] = STAGE
+    report_category: ClassVar[str] = REPORT_CATEGORY  # [C]'s title, as the surface stage's
 
     splits: list[str]                         # the selection and score splits
     targets: list[tuple[str, str, str]]       # (subject, checkpoint, treebank): both splits, probes and figures
