@@ -40,7 +40,7 @@ from workflow_scripts.data.registry import GLUE_TASKS  # noqa: E402 - as above
 from workflow_scripts.finetune.task_data import TaskData, load_split, subset  # noqa: E402 - as above
 from workflow_scripts.finetune.training import evaluate  # noqa: E402 - as above
 from workflow_scripts.models.checkpoints import read_manifest  # noqa: E402 - as above
-from workflow_scripts.study.config import load_schema  # noqa: E402 - as above
+from workflow_scripts.study.checks import load_schema  # noqa: E402 - as above
 
 STUDY = Path("/work/study/after")
 DEFAULT_CHECKPOINT = STUDY / "checkpoints" / "all-MiniLM-L6-v2" / "cola.seed42.final" / "checkpoint.json"

@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from workflow_scripts.study.build import build_study  # noqa: E402 - as above
-from workflow_scripts.study.config import resolve_config  # noqa: E402 - the repository is on sys.path only from here
+from workflow_scripts.study.checks import resolve_config  # noqa: E402 - the repository is on sys.path only from here
 
 # The rules of the analyses timed here (this checkout's and earlier ones', whose analyses had no shard rules).
 ANALYSIS_RULES = re.compile(r"^(surface_heads|attention_distance|dependency_scores)(_part|_shard)?$")

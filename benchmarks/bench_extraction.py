@@ -65,7 +65,7 @@ from workflow_scripts.attention.signals import SIGNALS  # noqa: E402 - as above
 from workflow_scripts.attention.streams import in_order, stream_threads  # noqa: E402 - as above
 from workflow_scripts.core.file_records import file_sha256  # noqa: E402 - as above
 from workflow_scripts.models.checkpoints import write_manifest  # noqa: E402 - as above
-from workflow_scripts.study.config import load_schema  # noqa: E402 - as above
+from workflow_scripts.study.checks import load_schema  # noqa: E402 - as above
 
 DEFAULT_TOKENS = REPO / "results" / "tokens" / "all-MiniLM-L6-v2" / "wiki" / "segments.parquet"
 # Extraction writes the examples as this many shards, each batched within its own positions; the bare passes run the

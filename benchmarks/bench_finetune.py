@@ -49,7 +49,7 @@ from workflow_scripts.finetune.task_data import TaskData, epoch_batches, load_sp
 from workflow_scripts.finetune.tasks import task_settings  # noqa: E402 - as above
 from workflow_scripts.finetune.training import finetune, resolve_device  # noqa: E402 - as above
 from workflow_scripts.models.checkpoints import write_manifest  # noqa: E402 - as above
-from workflow_scripts.study.config import load_schema  # noqa: E402 - as above
+from workflow_scripts.study.checks import load_schema  # noqa: E402 - as above
 
 DEFAULT_DATA = REPO / "results" / "data" / "sst2"
 TASK = task_spec("sst2", {"glue": "sst2"})

@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from study_times import job_times  # noqa: E402 - the folder is on sys.path only from here
 
 sys.path.insert(0, str(REPO))
-from workflow_scripts.study.plan_dry_run import rule_stages, stage_of  # noqa: E402 - the repository, on sys.path
+from workflow_scripts.study.forecast.dry_run import rule_stages, stage_of  # noqa: E402 - the repository, on sys.path
 
 BUDGET_SECONDS = 120
 # 465 MB before the fine-tuned checkpoint got the dumps its head roles read (39 MB, docs/roles.md).

@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from study_times import busy_seconds, job_times  # noqa: E402 - on sys.path from here
 
 sys.path.insert(0, str(REPO))
-from workflow_scripts.study.plan_dry_run import rule_stages, stage_of  # noqa: E402 - the repository, on sys.path
+from workflow_scripts.study.forecast.dry_run import rule_stages, stage_of  # noqa: E402 - the repository, on sys.path
 
 
 def stage_table(jobs: list[dict]) -> list[dict]:

@@ -1,5 +1,5 @@
 """Snakemake's own record of a study's jobs (.snakemake/metadata): when each job ran (the stage of each rule is
-the plan's: ``workflow_scripts.study.plan_dry_run.rule_stages``).
+the plan's: ``workflow_scripts.study.forecast.dry_run.rule_stages``).
 
 Shared by bench_quickstart.py and bench_study_stages.py. Snakemake keeps one record per output file, with the job's
 rule, start and end times and a hash of the job; a job with several outputs has one record per output.

@@ -6,7 +6,6 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake_interface_executor_plugins.settings import ExecMode
 from snakemake.logging import logger
-from snakemake.utils import validate
 
 sys.path.insert(0, workflow.basedir)
 
@@ -25,18 +24,15 @@ if workflow.exec_mode == ExecMode.DEFAULT and workflow.overwrite_workdir is None
 
 from workflow_scripts.runtime import console
 from workflow_scripts.core.errors import ConfigError
-from workflow_scripts.study.config import check_schema, check_semantics, coerce_config, load_schema
+from workflow_scripts.study.checks import check_config
 from workflow_scripts.study.build import build_study
 from workflow_scripts.runtime.config_sources import check_profile_configfiles, files_read, sources_line
-from workflow_scripts.study.revisions import expand_revisions
 
 # The console of a run in one screen (workflow_scripts/runtime/console.py): a long job table as jobs per stage,
 # and no CalledProcessError for a failed job of the project's script (onerror's block tells its failure).
 # Main process only: a cluster job's own Snakemake keeps its output whole in the job's log.
 if workflow.exec_mode == ExecMode.DEFAULT:
     console.install(logger, workflow, warn=logger.warning)
-
-CONFIG_SCHEMA = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
 
 # Which config files this run reads, in order, on its first line (and in the report); a --configfile that would
 # silently replace a profile's study config is refused (workflow_scripts/runtime/config_sources.py).
@@ -48,16 +44,10 @@ if workflow.exec_mode == ExecMode.DEFAULT:
         raise WorkflowError(str(error)) from None
     logger.info(sources_line(CONFIG_FILES, workflow.config_settings.config))
 
-# --config text read as the schema's types (nested values arrive as text: attention='{num_shards: 8}'),
-# readable errors first (key, problem, fix), then Snakemake's own validate() to fill in defaults.
+# The config check (workflow_scripts/study/checks/): --config text read as the schema's types, readable errors
+# (key, problem, fix), the defaults filled in by Snakemake's own validate(), then what the schema cannot express.
 try:
-    _schema = load_schema(CONFIG_SCHEMA)
-    coerce_config(config, _schema)
-    check_schema(config, _schema)
-    # Before the defaults are filled in: a revision's own entry (the prefetch's) refines only the keys it gives.
-    expand_revisions(config)
-    validate(config, str(CONFIG_SCHEMA))
-    check_semantics(config, gpu_memory=workflow.exec_mode == ExecMode.DEFAULT)
+    check_config(config, gpu_memory=workflow.exec_mode == ExecMode.DEFAULT)
     STUDY = build_study(config)
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
@@ -67,7 +57,7 @@ for _note in STUDY.notes:
     logger.warning(_note)
 
 
-# A model name is one plain folder name (workflow_scripts/study/path_names.py checks the config's before this);
+# A model name is one plain folder name (workflow_scripts/study/checks/path_names.py checks the config's before this);
 # the analyses' {model} is a subject: the model, or MODEL@SIGNAL (workflow_scripts/core/subjects.py).
 wildcard_constraints:
     split="[a-z_]+",

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from support.paths import REPO, SCHEMA_PATH
-from workflow_scripts.study.config import load_schema
+from workflow_scripts.study.checks import load_schema
 
 
 @pytest.fixture(scope="module")

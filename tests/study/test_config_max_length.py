@@ -13,7 +13,7 @@ from support.config_checks import semantic_error, with_defaults
 from support.entries import TASKS
 from support.tiny_models import save_tiny_model, write_manifest
 from workflow_scripts.models.cards import local_position_limit, position_limit
-from workflow_scripts.study.config import check_semantics
+from workflow_scripts.study.checks import check_semantics
 
 # --- max_length against the model's position limit ------------------------------------------------
 

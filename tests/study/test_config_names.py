@@ -1,5 +1,5 @@
 """Maps keyed by corpus or task name (and surface.corpus) name corpora the config defines, with the closest
-name suggested (workflow_scripts/study/config_names.py); a defined name the study does not select is allowed."""
+name suggested (workflow_scripts/study/checks/names.py); a defined name the study does not select is allowed."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from support.config_checks import semantic_error, with_defaults
 from support.paths import REPO
 from support.resolved_config import resolve
 from workflow_scripts.core.errors import ConfigError
-from workflow_scripts.study.config import check_semantics, resolve_config
-from workflow_scripts.study.config_names import NAME_KEYS, keyed_name_problems
+from workflow_scripts.study.checks import check_semantics, resolve_config
+from workflow_scripts.study.checks.names import NAME_KEYS, keyed_name_problems
 
 GLUE = "the tasks (cola, mnli, mrpc, qnli, qqp, rte, sst2, stsb, wic, wnli)"
 
@@ -47,7 +47,7 @@ def test_a_misspelt_name_is_an_error_with_the_closest_name(config, key, value, m
 
 
 # Maps of the schema keyed by a name that is not a corpus or task of the study: the entries that define those
-# names, and maps keyed by a split or file name of one entry (checked with the entry, entry_checks.py).
+# names, and maps keyed by a split or file name of one entry (checked with the entry, checks/entries.py).
 NOT_KEYED_BY_STUDY_NAMES = {"models", "treebanks", "tasks", "treebanks.*.splits", "tasks.*.splits",
                             "treebanks.*.sha256"}
 

@@ -14,7 +14,7 @@ from snakemake.cli import parse_config
 
 from support.config_checks import schema_error, tiny_mirror
 from support.paths import REPO
-from workflow_scripts.study.config import check_schema, coerce_config, coerce_to_schema
+from workflow_scripts.study.checks import check_schema, coerce_config, coerce_to_schema
 
 # --- --config text read as the schema's types ----------------------------------------------------
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from support.config_checks import schema_error, semantic_error, with_defaults
-from workflow_scripts.study.config import check_schema, check_semantics
+from workflow_scripts.study.checks import check_schema, check_semantics
 
 # --- schema ---------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import pytest
 
 from support.config_checks import schema_error, semantic_error, tiny_mirror, with_defaults
 from support.resolved_config import DEFAULT, merged
-from workflow_scripts.study.config import check_semantics, selected_corpora, selected_splits
+from workflow_scripts.study.checks import check_semantics, selected_corpora, selected_splits
 
 # --- semantics ---------------------------------------------------------------------------------
 

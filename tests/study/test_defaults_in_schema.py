@@ -9,7 +9,7 @@ import yaml
 
 from support.paths import REPO, SCHEMA_PATH
 from support.resolved_config import typed
-from workflow_scripts.study.config import load_schema
+from workflow_scripts.study.checks import load_schema
 
 # --- defaults in the schema only -----------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from snakemake.profiles import ProfileConfigFileParser
 from support.paths import REPO, SCHEMA_PATH
 from support.resolved_config import DEFAULT, OFFLINE_PROFILE, OVERRIDDEN, OVERRIDES, merged, resolve, typed
 from workflow_scripts.data.corpora import Corpora
-from workflow_scripts.study.config import load_schema, selected_corpora
+from workflow_scripts.study.checks import load_schema, selected_corpora
 
 OFFLINE_PROFILE_DIR = REPO / "profiles" / "offline"
 
@@ -102,7 +102,7 @@ sys.path.insert(0, {repo!r})
 
 from snakemake.utils import validate
 
-from workflow_scripts.study.config import check_schema, coerce_config, load_schema
+from workflow_scripts.study.checks import check_schema, coerce_config, load_schema
 
 configfile: {config_yaml!r}
 

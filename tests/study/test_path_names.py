@@ -1,4 +1,4 @@
-"""Config names that become parts of paths (workflow_scripts/study/path_names.py) are refused at validation,
+"""Config names that become parts of paths (workflow_scripts/study/checks/path_names.py) are refused at validation,
 before any job, with the key and the fix, when they would lead out of their folder or hide a file.
 
 The cases go through check_schema and build_study only, so that they run (and fail) on code without the check;
@@ -12,7 +12,7 @@ from support.config_checks import schema_error, with_defaults
 from support.study_configs import study_of
 from workflow_scripts.core.errors import ConfigError
 from workflow_scripts.study.build import build_study
-from workflow_scripts.study.config import check_schema
+from workflow_scripts.study.checks import check_schema
 
 HOSTILE = ["..", "../x", ".hidden", "a/b", "/abs", "a\\b", "C:\\x", ""]
 REFUSED = "cannot be a folder or file name"
@@ -128,7 +128,7 @@ def test_a_hub_dataset_id_is_the_hubs_own_form(config, schema, dataset, reason):
 
 @pytest.mark.parametrize("dataset", ["imdb", "stanfordnlp/imdb", "Salesforce/wikitext", "nyu-mll/glue", "a.b_c-1/x.y"])
 def test_hub_dataset_ids_as_the_hub_gives_them_pass(config, schema, dataset):
-    from workflow_scripts.study.path_names import hub_id_problem
+    from workflow_scripts.study.checks.path_names import hub_id_problem
 
     config["tasks"]["reviews"] = _hub_task(hub={"dataset": dataset, "config": None})
     check_schema(config, schema)
@@ -194,14 +194,14 @@ def test_a_download_kept_outside_the_downloads_folder_is_refused(config, schema,
 
 
 def test_a_download_path_in_a_subfolder_of_its_url_is_fine(config, schema):
-    from workflow_scripts.study.path_names import path_name_problems
+    from workflow_scripts.study.checks.path_names import path_name_problems
 
     config["treebanks"]["mine"] = {"url": "https://example.org/tb/", "splits": {"train": ["en/train.conllu"]}}
     assert path_name_problems(config) == []
 
 
 def test_the_repository_config_and_every_default_pass(config, schema):
-    from workflow_scripts.study.path_names import path_name_problems
+    from workflow_scripts.study.checks.path_names import path_name_problems
 
     check_schema(config, schema)
     assert path_name_problems(with_defaults(config)) == []
@@ -210,13 +210,13 @@ def test_the_repository_config_and_every_default_pass(config, schema):
 @pytest.mark.parametrize("name", ["bert-base-uncased", "all-MiniLM-L6-v2", "roberta.base+v2", "cola", "dev_matched",
                                   "cola.seed42.step100", "r2.16"])
 def test_plain_names_pass(name):
-    from workflow_scripts.study.path_names import name_problem
+    from workflow_scripts.study.checks.path_names import name_problem
 
     assert name_problem(name) is None
 
 
 def test_every_checked_key_is_in_the_schema_and_the_models_pattern_is_the_checks(schema):
-    from workflow_scripts.study.path_names import DOWNLOAD_URLS, NAMED, PATH_NAME
+    from workflow_scripts.study.checks.path_names import DOWNLOAD_URLS, NAMED, PATH_NAME
 
     missing = [named.key for named in NAMED if not _in_schema(schema, named.key)]
     assert missing in ([], ["explorer.task"]), missing  # explorer: its own section, where the workflow has it
@@ -239,7 +239,7 @@ def _free_maps(node: dict, key: str = "") -> list[str]:
 
 def test_every_map_whose_keys_are_named_by_the_user_is_checked_or_is_no_path(schema):
     """A new map in the schema must be added to path_names.NAMED, or here with why its keys are no path."""
-    from workflow_scripts.study.path_names import NAMED
+    from workflow_scripts.study.checks.path_names import NAMED
 
     not_paths = {"treebanks.*.sha256": "file name -> its digest: looked up, never a path"}
     checked = {named.key for named in NAMED if named.how == "keys"}

@@ -1,4 +1,4 @@
-"""The plan of a study (workflow_scripts/study/plan.py): jobs per stage from the real dry run, dump sizes
+"""The plan of a study (workflow_scripts/study/forecast/plan.py): jobs per stage from the real dry run, dump sizes
 from the results' tables, caps, forward passes; on the tiny study, with values known by construction."""
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from support.resolved_config import resolve
 from workflow_scripts.core.io import write_table
 from workflow_scripts.core.stages import STAGES
 from workflow_scripts.study.build import build_study
-from workflow_scripts.study.config import resolve_config
-from workflow_scripts.study.plan import make_plan
-from workflow_scripts.study.plan_counts import PASS_COUNTS, forward_passes
-from workflow_scripts.study.plan_dry_run import rule_stages, stage_of
-from workflow_scripts.study.plan_sizes import BYTES_PER_VALUE, model_shape, size_dump, split_size
-from workflow_scripts.study.plan_text import format_plan
-from workflow_scripts.study.plan_timing import Rates, duration
+from workflow_scripts.study.checks import resolve_config
+from workflow_scripts.study.forecast.counts import PASS_COUNTS, forward_passes
+from workflow_scripts.study.forecast.dry_run import rule_stages, stage_of
+from workflow_scripts.study.forecast.plan import make_plan
+from workflow_scripts.study.forecast.sizes import BYTES_PER_VALUE, model_shape, size_dump, split_size
+from workflow_scripts.study.forecast.text import format_plan
+from workflow_scripts.study.forecast.timing import Rates, duration
 
 
 def _model(folder: Path, architectures: list[str]) -> Path:

@@ -9,7 +9,7 @@ from transformers import AutoConfig, AutoModelForSequenceClassification, BertCon
 
 from support.study_configs import study_of
 from workflow_scripts.core.errors import ConfigError
-from workflow_scripts.study.plan_memory import (
+from workflow_scripts.study.forecast.memory import (
     FULL_FINETUNE_BYTES,
     classifier_parameters,
     extraction_estimate,
@@ -86,8 +86,8 @@ def test_an_8b_decoders_full_fine_tuning_is_refused_on_80_gb_and_its_lora_accept
 def test_the_zoo_fits_its_gpu_by_the_plans_own_arithmetic():
     """profiles/zoo: every model's shape is known without network or weights, and every GPU job fits 80 GB."""
     from support.paths import REPO
-    from workflow_scripts.study.config import resolve_config
-    from workflow_scripts.study.plan_memory import GB, memory_summary
+    from workflow_scripts.study.checks import resolve_config
+    from workflow_scripts.study.forecast.memory import GB, memory_summary
 
     config = resolve_config([REPO / "profiles" / "zoo" / "study.yaml"], ["mirror=null"])
     summary = memory_summary(config)

@@ -1,4 +1,4 @@
-"""The plan's time estimate (workflow_scripts/study/plan_timing.py): rates measured with torch on a tiny model
+"""The plan's time estimate (workflow_scripts/study/forecast/timing.py): rates measured with torch on a tiny model
 (positive, finite seconds), the storage rate measured on a folder's disk, rates given with --rate, the estimate
 as counts x rates and extraction as the larger of its forward passes and its storage (known by construction),
 the stage that bounds it, models built from their config when their weights are not here, and the reason when
@@ -13,10 +13,10 @@ import pytest
 
 from support.mirror import write_tiny_study
 from workflow_scripts.study.build import build_study
-from workflow_scripts.study.config import resolve_config
-from workflow_scripts.study.plan import main
-from workflow_scripts.study.plan_text import time_lines
-from workflow_scripts.study.plan_timing import (
+from workflow_scripts.study.checks import resolve_config
+from workflow_scripts.study.forecast.plan import main
+from workflow_scripts.study.forecast.text import time_lines
+from workflow_scripts.study.forecast.timing import (
     NotTimed,
     Rates,
     duration,
@@ -177,7 +177,7 @@ def test_the_printed_time_says_what_was_timed_and_what_was_not():
             **estimate({"a": counts, "b": counts}, rates, [("a", 1000, 3e9)], storage)}
     lines = time_lines({"time": time})
     assert lines[0] == ("Estimated time on this machine: 1.8 min for a, one job at a time: examples above x seconds "
-                        "per example of each model (plan_timing.py)")
+                        "per example of each model (forecast/timing.py)")
     assert "  a: 0.01 s per example forward (with maps), 0.03 s per training example" in lines
     assert "    measured here on its weights: forward cpu, ..." in lines
     assert "  b: not timed, no config.json of nobody/x here (not in the hub cache); not in the estimate" in lines

@@ -9,7 +9,7 @@ import pytest
 from support.paths import REPO
 from support.study_configs import study_of
 from workflow_scripts.core.errors import ConfigError
-from workflow_scripts.study.config import resolve_config
+from workflow_scripts.study.checks import resolve_config
 from workflow_scripts.study.revisions import expand_revisions, revision_model_name, revision_series, revision_step
 
 PYTHIA = {"hub": "EleutherAI/pythia-160m", "revisions": ["step1000", "step143000"], "max_length": 64}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import yaml
 
 from support.config_checks import schema_error
-from workflow_scripts.study.config import YAML_BOOLEAN_FIX, check_schema
+from workflow_scripts.study.checks import YAML_BOOLEAN_FIX, check_schema
 
 TASK = """
 path: /data/answers

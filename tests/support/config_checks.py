@@ -11,7 +11,7 @@ from snakemake.utils import validate
 from support.mirror import write_in_mirror
 from support.paths import SCHEMA_PATH
 from workflow_scripts.core.errors import ConfigError
-from workflow_scripts.study.config import check_schema, check_semantics
+from workflow_scripts.study.checks import check_schema, check_semantics
 
 
 def with_defaults(config: dict) -> dict:

@@ -15,12 +15,12 @@ from typing import Any
 
 from snakemake.utils import update_config
 
-from workflow_scripts.study.config import resolve_config
+from workflow_scripts.study.checks import resolve_config
 
 
 def resolve(*configfiles: Path, cli: tuple[str, ...] = (), semantics: bool = True) -> dict[str, Any]:
     """The config as the workflow resolves it (Snakemake 9, then rules/common.smk), as plain data: the
-    workflow's own resolver (workflow_scripts.study.config.resolve_config), which
+    workflow's own resolver (workflow_scripts.study.checks.resolve_config), which
     tests/study/test_defaults_resolved.py checks against Snakemake itself."""
     config = resolve_config(configfiles, cli, semantics=semantics)
     return json.loads(json.dumps(config))  # plain data, no object shared with the schema

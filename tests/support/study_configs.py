@@ -5,14 +5,12 @@ from __future__ import annotations
 import copy
 
 import yaml
-from snakemake.utils import update_config, validate
+from snakemake.utils import update_config
 
 from support.paths import REPO
 from workflow_scripts.study.build import build_study
-from workflow_scripts.study.config import check_schema, check_semantics, coerce_config, load_schema
-from workflow_scripts.study.revisions import expand_revisions
+from workflow_scripts.study.checks import check_config
 
-SCHEMA = REPO / "schemas" / "config.schema.yaml"
 MODEL = "bert-base-uncased"
 
 
@@ -20,13 +18,7 @@ def study_of(overrides: dict | None = None, *, results: str = "R"):
     """The study of config.yaml with ``overrides`` on top, resolved as rules/common.smk does."""
     config = yaml.safe_load((REPO / "config.yaml").read_text()) or {}
     update_config(config, {"results": results, **copy.deepcopy(overrides or {})})
-    schema = load_schema(SCHEMA)
-    coerce_config(config, schema)
-    check_schema(config, schema)
-    expand_revisions(config)
-    validate(config, str(SCHEMA))
-    check_semantics(config)
-    return build_study(config)
+    return build_study(check_config(config))
 
 
 def one_model(**study) -> dict:

@@ -1,5 +1,5 @@
 """The config schema (``schemas/config.schema.yaml``): the one definition of every config key, its type and its
-default. The config checks read it whole (workflow_scripts/study/config.py); a stage reads the entries of its own
+default. The config checks read it whole (workflow_scripts/study/checks/); a stage reads the entries of its own
 section, so that a setting's type is checked where the setting is used, against the same definition."""
 
 from __future__ import annotations

@@ -35,8 +35,8 @@ log = logging.getLogger("prefetch")
 
 def resolve_config(configfiles: list[str], overrides: list[str]) -> dict[str, Any]:
     """The study config as rules/common.smk resolves it, with 'offline' false (see the module docstring)."""
-    from ..study.config import check_semantics
-    from ..study.config import resolve_config as resolve
+    from ..study.checks import check_semantics
+    from ..study.checks import resolve_config as resolve
 
     config = resolve(configfiles, overrides, semantics=False)
     if config["offline"] or config["mirror"]:
@@ -50,7 +50,7 @@ def _data_steps(config: dict[str, Any], mirror: Any) -> list[tuple[str, Callable
     """(what, fetch) for every source of every split the study builds, in the study's order."""
     from ..data import prefetch as fetch
     from ..data.corpora import Corpora
-    from ..study.config import selected_corpora
+    from ..study.checks import selected_corpora
 
     corpora, data = Corpora(config), config["data"]
     steps: list[tuple[str, Callable[[], Any]]] = []

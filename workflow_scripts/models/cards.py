@@ -2,7 +2,7 @@
 
 A model entry names exactly one of ``hub``, ``path`` or ``package`` (with ``subdir``, the
 folder inside the package). The functions here raise plain errors about the entry they
-are given; workflow_scripts/study/config.py checks local paths and packages before any job
+are given; workflow_scripts/study/checks/__init__.py checks local paths and packages before any job
 runs and names the config key. A hub id can only be checked by downloading it, which
 happens in the model's own job and fails there with a message naming the offline options.
 """

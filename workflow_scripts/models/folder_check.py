@@ -3,7 +3,7 @@
 Tried on 2026-11-27: a folder with weights and ``config.json`` but no tokenizer files ran the whole study with every
 word ``[UNK]`` (transformers builds a tokenizer of five special tokens), and ``model_type: gpt2`` over BERT's weights
 ran it as a randomly initialised GPT-2: plausible tables, wrong science. So before any job (the config checks,
-``workflow_scripts/study/config_semantics.py``) a local folder is read for what it claims, without torch or
+``workflow_scripts/study/checks/semantics.py``) a local folder is read for what it claims, without torch or
 transformers (files, JSON and safetensors headers only, in milliseconds):
 
 - a tokenizer: ``tokenizer.json``, ``vocab.txt``, ``vocab.json`` with ``merges.txt``, or a SentencePiece model;

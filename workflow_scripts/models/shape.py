@@ -5,9 +5,9 @@ Made from a ``config.json`` (or a transformers config) whatever the model type c
 BERT's ``num_hidden_layers``, GPT-2's ``n_layer``, DistilBERT's ``n_layers``, T5's ``num_layers``), from the
 configs ``models/known_configs.py`` records where none is local (``recorded_shape``), or from the hub
 (:func:`hub_config`, the one probe of the hub the plan makes). The plan's sizes, time and GPU memory
-(``study/plan_sizes.py``, ``plan_timing.py``, ``plan_memory.py``) and the folder checks (``folder_check.py``) read
+(``study/forecast/``: ``sizes.py``, ``timing.py``, ``memory.py``) and the folder checks (``folder_check.py``) read
 it. A folder's parameters are counted from its safetensors headers (:func:`parameter_count`), read by the
-safetensors library without reading a tensor; the plan counts a config's on the meta device (``plan_memory.py``).
+safetensors library without reading a tensor; the plan counts a config's on the meta device (``forecast/memory.py``).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class ModelShape:
     max_positions: int | None = None
     architectures: tuple[str, ...] = ()  # config.json's classes the weights were saved from
     parameters: int | None = None  # counted (safetensors headers, the meta device); None: not counted
-    lora_parameters_per_rank: int | None = None  # trained by LoRA per unit of rank (plan_memory.py counts them)
+    lora_parameters_per_rank: int | None = None  # trained by LoRA per unit of rank (forecast/memory.py counts them)
     # Where the numbers come from, in words ('config.json', 'model card', ...): not part of the shape.
     source: str = field(default="", compare=False)
 

@@ -9,7 +9,7 @@ the standard ``logging`` module on the console handler of Snakemake's logger, an
 - a :class:`logging.Formatter` (:class:`CompactJobStats`) that prints a job table longer than
   :data:`MAX_TABLE_ROWS` rules as the jobs per stage (the rule file that declares each rule), in a real run
   only. A dry run keeps the table: it is how one asks for the jobs per rule, and what
-  ``workflow_scripts/study/plan.py`` and the benchmarks read. A short table (one target, a few rules) stays,
+  ``workflow_scripts/study/forecast/plan.py`` and the benchmarks read. A short table (one target, a few rules) stays,
   being short already and more telling than stages;
 - a :class:`logging.Filter` (:class:`DropScriptExit`) that drops the ``CalledProcessError`` of the project's
   script (``rules/scripts/entry.py``) when it exited with status 1 (see :func:`is_script_exit` for why that

@@ -27,8 +27,8 @@ from ..data.corpora import WINDOW_SUFFIX, Corpora
 from ..data.entries import TaskSpec
 from ..finetune.tasks import RunSettings, checkpoint_name, task_settings
 from .annotation import annotation_settings, caption_text, describe_annotators
-from .config import selected_corpora, selected_splits
-from .path_names import path_name_problems
+from .checks import selected_corpora, selected_splits
+from .checks.path_names import path_name_problems
 from .paths import ResultPaths
 from .plans.declarations import StagePlan
 

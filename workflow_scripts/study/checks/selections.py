@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..data.corpora import Corpora
+from ...data.corpora import Corpora
 
 log = logging.getLogger(__name__)
 

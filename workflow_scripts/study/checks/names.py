@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from difflib import get_close_matches
 from typing import Any
 
-from ..data.corpora import WINDOW_SUFFIX
-from ..data.registry import FIXED_CORPORA
+from ...data.corpora import WINDOW_SUFFIX
+from ...data.registry import FIXED_CORPORA
 
 TASK, TREEBANK, WINDOWS, WIKI, GLOVE = "task", "treebank", "windows", "wiki", "glove"
 TEXT_CORPORA = (TASK, TREEBANK, WIKI)  # what attention.corpora dumps (and the surface analyses read)

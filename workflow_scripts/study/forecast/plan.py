@@ -1,7 +1,7 @@
 """The plan of a study before it runs: its jobs per stage, the bytes of its attention dumps, the examples it passes
-through its models, the time those passes take on this machine, and the GPU memory of its GPU jobs (plan_memory.py).
+through its models, the time those passes take on this machine, and the GPU memory of its GPU jobs (memory.py).
 
-    python -m workflow_scripts.study.plan [--configfile FILE ...] [--config KEY=VALUE ...] [--dumps] [--json]
+    python -m workflow_scripts.study.forecast [--configfile FILE ...] [--config KEY=VALUE ...] [--dumps] [--json]
                                  [--rate forward=S,train=S[,storage=S][,params=N] | --no-timing] [--no-network]
 
 The config is resolved as the workflow resolves it and checked by the same code (rules/common.smk). The jobs come
@@ -12,10 +12,10 @@ study model's ``dumps`` and those the coreference and fine-tuning-effects analys
 table in the results folder, a release's size, a measured mean, a bound) is printed beside it; nothing unknown is
 guessed (docs/configuration.md, "Plan a study"). The time is the examples times seconds per example timed here with
 torch or given with --rate; extraction's, per dump, the larger of that and its GB times seconds per GB written and
-hashed on the results folder's disk or given (plan_timing.py).
+hashed on the results folder's disk or given (timing.py).
 
-Its parts: the jobs (plan_dry_run.py), the dumps' sizes (plan_sizes.py), the examples passed through the models
-(plan_counts.py), the time (plan_timing.py), the GPU memory (plan_memory.py), the text (plan_text.py); this module
+Its parts, each a module of this package: the jobs (dry_run.py), the dumps' sizes (sizes.py), the examples passed
+through the models (counts.py), the time (timing.py), the GPU memory (memory.py), the text (text.py); this module
 assembles them and is the command line.
 """
 
@@ -28,17 +28,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ConfigError
-from ..core.subjects import base_model
-from .build import build_study
-from .config import resolve_config
-from .model import Study
-from .plan_counts import forward_passes
-from .plan_dry_run import PlanError, dry_run, jobs_per_stage
-from .plan_memory import memory_summary
-from .plan_sizes import BYTES_PER_VALUE, DumpSize, model_shape, size_dump
-from .plan_text import format_plan
-from .plan_timing import Rates, estimate, parse_rates, storage_rate, time_models
+from ...core.errors import ConfigError
+from ...core.subjects import base_model
+from ..build import build_study
+from ..checks import resolve_config
+from ..model import Study
+from .counts import forward_passes
+from .dry_run import PlanError, dry_run, jobs_per_stage
+from .memory import memory_summary
+from .sizes import BYTES_PER_VALUE, DumpSize, model_shape, size_dump
+from .text import format_plan
+from .timing import Rates, estimate, parse_rates, storage_rate, time_models
 
 
 def make_plan(configfiles: list[str], cli: list[str], *, network: bool = True, timing: bool = True,
@@ -95,7 +95,7 @@ def make_plan(configfiles: list[str], cli: list[str], *, network: bool = True, t
 
 
 def sized_dumps(study: Study, every: list, shapes: dict) -> list[DumpSize]:
-    """Every dump of the dry run's jobs (one attention_dump_manifest job each), sized (plan_sizes.py)."""
+    """Every dump of the dry run's jobs (one attention_dump_manifest job each), sized (forecast/sizes.py)."""
     keys = [tuple(job.wildcard(w) for w in ("model", "checkpoint", "corpus", "split"))
             for job in every if job.rule == "attention_dump_manifest"]
     return [size_dump(study, key, shapes[base_model(key[0])].layers_heads, causal=shapes[base_model(key[0])].causal)
@@ -133,7 +133,7 @@ def roles_added(configfiles: list[str], cli: list[str], study: Study, every: lis
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.study.plan",
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.study.forecast",
                                      description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--configfile", nargs="+", action="extend", default=[], help="as snakemake")
     parser.add_argument("--config", nargs="+", action="extend", default=[], metavar="KEY=VALUE",

@@ -1,4 +1,4 @@
-"""The plan of a study as text (workflow_scripts/study/plan.py makes it as plain data): each line says what it counts,
+"""The plan of a study as text (plan.py makes it as plain data): each line says what it counts,
 in what unit, and what the number rests on."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..core.sizes import BYTES, size_text
-from .plan_memory import memory_lines
-from .plan_timing import duration
+from ...core.sizes import BYTES, size_text
+from .memory import memory_lines
+from .timing import duration
 
 # A dump's bytes in GB from 0.1 GB up, else in MB.
 DUMP_UNITS = BYTES[:2]
@@ -16,7 +16,7 @@ DUMP_UNITS = BYTES[:2]
 # How a dump's attention values were obtained (DumpSize.values_basis), in words.
 VALUE_BASES = {"token table": "exact, from their token tables in the results folder",
                "measured mean T^2": "estimated as examples x the mean T^2 measured on the offline study's token "
-                                    "tables (plan_sizes.py)"}
+                                    "tables (forecast/sizes.py)"}
 
 
 def dump_bytes(n: float) -> str:
@@ -105,7 +105,7 @@ def time_lines(plan: dict[str, Any]) -> list[str]:
     if counted:
         lines = [f"Estimated time {where}: {duration(time['total_s'])}"
                  + (f" for {', '.join(counted)}" if time["not_counted"] else "")
-                 + ", one job at a time: examples above x seconds per example of each model (plan_timing.py)"]
+                 + ", one job at a time: examples above x seconds per example of each model (forecast/timing.py)"]
     else:
         lines = ["Estimated time: none (no model could be timed; give --rate forward=S,train=S)"]
     groups: dict[str, list[str]] = {}

@@ -1,7 +1,7 @@
 """The config checks a schema cannot express, run before any job after the defaults are filled in: paths exist, a
-model folder is what it claims (models/folder_check.py), names that key a map are defined (config_names.py),
+model folder is what it claims (models/folder_check.py), names that key a map are defined (checks/names.py),
 max_length fits the model, the model's family declares what a signal needs, the annotator can run, an offline
-study's data is in its mirror, the GPU jobs fit the declared GPU memory (plan_memory.py). Each message names the
+study's data is in its mirror, the GPU jobs fit the declared GPU memory (forecast/memory.py). Each message names the
 config key and the fix."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ..attention.stanza_annotator import stanza_model_problems
-from ..core.errors import AtlasError, ConfigError
-from ..data.corpora import Corpora
-from ..models.cards import length_excess, local_position_limit, model_location, undeclared_attention
-from ..models.folder_check import folder_problem
-from .config_names import keyed_name_problems
-from .config_selections import selected_corpora
-from .entry_checks import entry_problems
+from ...attention.stanza_annotator import stanza_model_problems
+from ...core.errors import AtlasError, ConfigError
+from ...data.corpora import Corpora
+from ...models.cards import length_excess, local_position_limit, model_location, undeclared_attention
+from ...models.folder_check import folder_problem
+from .entries import entry_problems
+from .names import keyed_name_problems
+from .selections import selected_corpora
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def check_semantics(config: dict[str, Any], *, gpu_memory: bool = True) -> None:
     if config["offline"] and not problems:
         problems += _offline_problems(config)
     if gpu_memory and config["gpu_memory_gb"] and not problems:
-        from .plan_memory import gpu_memory_problems  # imports torch: only where a GPU's memory is declared
+        from ..forecast.memory import gpu_memory_problems  # imports torch: only where a GPU's memory is declared
 
         problems += gpu_memory_problems(config)
     if problems:

@@ -1,5 +1,5 @@
-"""The examples a study passes through its models, per model and in all (workflow_scripts/study/plan.py prints them;
-plan_timing.py multiplies them by each model's rates): extraction, fine-tuning (training and dev scoring), the
+"""The examples a study passes through its models, per model and in all (plan.py prints them; timing.py
+multiplies them by each model's rates): extraction, fine-tuning (training and dev scoring), the
 separator gradient and the causal head checks, the only jobs that run a study model (probes and the pattern CNN
 train on stored maps, annotation runs its own tagger)."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.subjects import base_model
-from ..models.checkpoints import parse_checkpoint_name
-from ..models.shape import ModelShape
-from .model import Study
-from .plan_sizes import DumpSize, split_size
+from ...core.subjects import base_model
+from ...models.checkpoints import parse_checkpoint_name
+from ...models.shape import ModelShape
+from ..model import Study
+from .sizes import DumpSize, split_size
 
 # What forward_passes counts per model; plan_timing.ESTIMATE_LINES multiplies each by a rate.
 PASS_COUNTS = ("extraction", "finetune_train", "finetune_dev", "gradient", "ablation_disabling",

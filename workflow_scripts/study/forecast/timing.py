@@ -1,5 +1,5 @@
 """Seconds per example of a study's models on this machine, and the study's time estimated from them
-(workflow_scripts/study/plan.py prints both; docs/configuration.md, "Plan a study").
+(workflow_scripts/study/forecast/plan.py prints both; docs/configuration.md, "Plan a study").
 
 Two rates per model, each timed with torch over a few passes after a warm-up pass (on a GPU between
 torch.cuda.synchronize() calls, since its work is asynchronous):
@@ -32,13 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..attention.shard_writer import DIGEST as SHARD_DIGEST
-from ..core.file_records import file_digest
-from ..models.cards import model_location
-from ..models.families import from_config, load_pretrained
-from ..models.known_configs import config_here
-from ..models.shape import hub_config, may_ask_hub
-from .model import Study
+from ...attention.shard_writer import DIGEST as SHARD_DIGEST
+from ...core.file_records import file_digest
+from ...models.cards import model_location
+from ...models.families import from_config, load_pretrained
+from ...models.known_configs import config_here
+from ...models.shape import hub_config, may_ask_hub
+from ..model import Study
 
 # On a CPU the time per example hardly depends on the batch (bert-base, 128 tokens, one thread: 0.27-0.33
 # CPU-seconds per example at batches of 1, 4 and 16 on this project's 2-core machine), so a CPU times a few
@@ -97,8 +97,8 @@ def parse_rates(text: str) -> Rates:
 
 def pick_device(device: str) -> str:
     """The device the jobs would run on (attention.extract's choice), or NotTimed where it is not here."""
-    from ..attention.extract import pick_device as jobs_device
-    from ..core.errors import AtlasError
+    from ...attention.extract import pick_device as jobs_device
+    from ...core.errors import AtlasError
 
     try:
         return jobs_device(device)
@@ -317,7 +317,7 @@ def time_models(study: Study, *, network: bool, given: Rates | None = None) -> d
     """Rates per study model, or the reason it has none ({'not_timed': ...}). Models of one architecture and
     the same settings are timed once (bert-base-uncased and -cased differ only in their vocabulary)."""
     if given is not None and given.params:
-        from .plan_memory import scaled_rates
+        from .memory import scaled_rates
 
         return {model: scaled_rates(study.config, model, given) for model in study.models}
     if given is not None:

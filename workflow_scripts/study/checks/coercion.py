@@ -1,4 +1,4 @@
-"""``--config`` text read as the types the schema asks for (workflow_scripts/study/config.py resolves the config).
+"""``--config`` text read as the types the schema asks for (checks/__init__.py checks the config).
 
 Snakemake parses a nested --config value with YAML's BaseLoader, so every leaf arrives as text
 (attention='{num_shards: 8}' gives {'num_shards': '8'}; a top-level mirror=null gives 'null').

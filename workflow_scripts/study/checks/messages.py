@@ -1,5 +1,5 @@
-"""The schema's validation errors as readable ones, naming the key and the fix (workflow_scripts/study/config.py
-resolves the config; ``schemas/config.schema.yaml`` is its single definition)."""
+"""The schema's validation errors as readable ones, naming the key and the fix (checks/__init__.py checks
+the config; ``schemas/config.schema.yaml`` is its single definition)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import jsonschema
 
-from ..core.errors import ConfigError
+from ...core.errors import ConfigError
 from .path_names import path_name_problems
 
 
@@ -19,7 +19,7 @@ def _key(error: jsonschema.ValidationError) -> str:
 
 
 def _map_key(error: jsonschema.ValidationError) -> str:
-    """The error's dotted key without list positions, as path_names.py names where a name sits (an item of
+    """The error's dotted key without list positions, as checks/path_names.py names where a name sits (an item of
     'study.models' is at 'study.models'; an entry name of 'models' is at 'models', as the schema's propertyNames)."""
     return ".".join(str(part) for part in error.absolute_path if not isinstance(part, int))
 
@@ -59,7 +59,7 @@ def _bool_for_string(error: jsonschema.ValidationError) -> bool:
 
 
 def check_schema(config: dict[str, Any], schema: dict[str, Any]) -> None:
-    """The schema's checks, after the names that become paths (path_names.py), whose messages say more than
+    """The schema's checks, after the names that become paths (checks/path_names.py), whose messages say more than
     the schema's pattern for the same name would: that one is left out (the error at the same key, about the same
     name; an error at another key is kept, whatever its value)."""
     names = path_name_problems(config)

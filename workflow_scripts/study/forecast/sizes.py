@@ -1,4 +1,4 @@
-"""Sizes behind a study's plan (workflow_scripts/study/plan.py): examples per split, layers and heads per
+"""Sizes behind a study's plan (workflow_scripts/study/forecast/plan.py): examples per split, layers and heads per
 model, attention values per dump, each with what it rests on.
 
 Where the results folder already holds a table (data table, token table, model card) the number is
@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.subjects import base_model
-from ..data.corpora import WINDOW_SUFFIX
-from ..models.cards import model_location
-from ..models.known_configs import recorded_shape
-from ..models.shape import ModelShape, hub_config, may_ask_hub
-from .model import Study
+from ...core.subjects import base_model
+from ...data.corpora import WINDOW_SUFFIX
+from ...models.cards import model_location
+from ...models.known_configs import recorded_shape
+from ...models.shape import ModelShape, hub_config, may_ask_hub
+from ..model import Study
 
 # Bytes on disk per float16 attention value, by attention.compression: measured on the 1000-segment wiki
 # dump of all-MiniLM-L6-v2 (docs/attention.md); trained maps are float16 with near-random low bits, so it
@@ -148,7 +148,7 @@ def token_table_t2(study: Study, model: str, corpus: str, split: str, *, causal:
     import numpy as np
     import pyarrow.parquet as pq
 
-    from ..core.io import read_metadata
+    from ...core.io import read_metadata
 
     meta = read_metadata(path)
     wanted = {"max_length": study.config["models"][model]["max_length"],

@@ -1,7 +1,7 @@
 """What a study's GPU jobs need of a GPU's memory, estimated before any job from each model's shape and the
 settings of the jobs that run it (docs/configuration.md, "GPU memory"). With ``gpu_memory_gb`` set, a study with a
 job above it is refused by the config checks, naming the job, the model, the estimate and its fixes; the plan
-(python -m workflow_scripts.study.plan) prints every model's estimates.
+(python -m workflow_scripts.study.forecast) prints every model's estimates.
 
 Per job, the largest of its parts held at once:
 
@@ -27,8 +27,8 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..core.sizes import GIGABYTES, size_text
-from ..models.shape import ModelShape
+from ...core.sizes import GIGABYTES, size_text
+from ...models.shape import ModelShape
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def shape_of(config: Any) -> ModelShape:
     projections."""
     import torch
 
-    from ..models.families import family_of, from_config
+    from ...models.families import family_of, from_config
 
     with torch.device("meta"):
         model = from_config("base", config)
@@ -122,7 +122,7 @@ def gpu_estimates(config: dict[str, Any], model: str, shape: ModelShape, tasks: 
                   ) -> list[Estimate]:
     """Every GPU job kind of ``model`` in the study whose device may be a GPU (auto or cuda): fine-tuning per task,
     extraction, head disabling."""
-    from ..finetune.tasks import task_settings
+    from ...finetune.tasks import task_settings
 
     entry = config["models"][model]
     estimates = []
@@ -140,7 +140,7 @@ def gpu_estimates(config: dict[str, Any], model: str, shape: ModelShape, tasks: 
 
 def model_config(name: str, entry: dict[str, Any]) -> Any | None:
     """A model's transformers config without network (models/known_configs.config_here); None where none is here."""
-    from ..models.known_configs import config_here
+    from ...models.known_configs import config_here
 
     found = config_here(name, entry)
     return None if found is None else found[0]
@@ -169,7 +169,7 @@ def study_estimates(config: dict[str, Any]) -> tuple[dict[str, tuple[ModelShape,
 
 def gpu_memory_problems(config: dict[str, Any]) -> list[str]:
     """The config checks' problems: every GPU job estimated above ``gpu_memory_gb`` (none when it is null)."""
-    from ..finetune.tasks import task_settings
+    from ...finetune.tasks import task_settings
 
     limit = config.get("gpu_memory_gb")
     if not limit:
@@ -236,7 +236,7 @@ def memory_lines(summary: dict[str, Any], took: dict[str, str] | None = None) ->
     plan estimated it (``took``: its passes at its rates, in words)."""
     limit = summary["limit_gb"]
     lines = ["Per model: parameters, estimated time of its passes (above), and GPU memory per job: the largest "
-             "batch's peak from the model's shape (plan_memory.py), "
+             "batch's peak from the model's shape (forecast/memory.py), "
              + (f"against gpu_memory_gb {limit:g}:" if limit else "no limit declared (gpu_memory_gb):")]
     for name, model in summary["models"].items():
         jobs = model["jobs"]

@@ -1,4 +1,4 @@
-"""The jobs of a study's plan (workflow_scripts/study/plan.py): Snakemake's own dry run, each job counted under the
+"""The jobs of a study's plan (plan.py): Snakemake's own dry run, each job counted under the
 stage whose rule file defines its rule."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.errors import AtlasError
-from ..core.stages import STAGES
+from ...core.errors import AtlasError
+from ...core.stages import STAGES
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 class PlanError(AtlasError):

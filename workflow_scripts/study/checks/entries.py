@@ -15,9 +15,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..data.corpora import WINDOW_SUFFIX, Corpora
-from ..data.registry import FIXED_CORPORA
-from ..data.text_files import open_text
+from ...data.corpora import WINDOW_SUFFIX, Corpora
+from ...data.registry import FIXED_CORPORA
+from ...data.text_files import open_text
 
 
 def entry_problems(config: dict[str, Any]) -> list[str]:
