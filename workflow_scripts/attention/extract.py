@@ -9,7 +9,8 @@ See docs/attention.md for the schema.
 
 The workflow writes each shard in a job of its own (:func:`extract_shard`, rule extract_attention)
 and gathers their records into the manifest (:func:`gather_manifest`, rule attention_dump_manifest);
-:func:`extract_attention` does both in one process (tests, benchmarks).
+:func:`extract_attention` does both in one process (tests, benchmarks). A shard's batches go through the model
+and into its file in shard_file.py; its schema and record are made here.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
-from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,15 +29,14 @@ import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
 from ..core.file_records import file_entry, write_sealed_json
-from ..core.io import atomic_path, read_metadata
-from ..core.subjects import DEFAULT_SIGNAL
+from ..core.io import read_metadata
 from ..models.families import family_of
-from .columns import layers_column, maps_column
 from .layout import FULL, LOWER_TRIANGLE
-from .shard_writer import DIGEST, STAGE_TIMINGS, ShardWriter
+from .shard_file import BatchMaps, write_shard_file
+from .shard_writer import DIGEST, STAGE_TIMINGS
 from .shards import example_ids_digest, shard_bounds, shard_names, shard_record_path
-from .signals import SignalMaps, attention_layers, attn_implementation_for
-from .streams import in_order, stream_threads
+from .signals import SignalMaps, attn_implementation_for
+from .streams import stream_threads
 
 log = logging.getLogger(__name__)
 
@@ -57,11 +55,6 @@ DUMP_SCHEMA = pa.schema([
 # stages' times (shard_writer.STAGE_TIMINGS) are summed over their threads, which overlap the model.
 TIMINGS = ("forward pass", "signal computation", "waiting for the model", "waiting for the writer", *STAGE_TIMINGS,
            "closing shards", "shard digest")
-# Level 1: on real maps it stores 1.766 bytes per value against 1.756 at level 3, in 0.73x the time.
-ZSTD_LEVEL = 1
-# attention.compression (config) -> ParquetWriter arguments.
-CODECS = {"lz4": {"compression": "lz4"}, "zstd": {"compression": "zstd", "compression_level": ZSTD_LEVEL},
-          "none": {"compression": None}}
 
 
 def length_batches(lengths: np.ndarray, batch_size: int, max_batch_tokens: int) -> list[np.ndarray]:
@@ -187,8 +180,6 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
     and returns the record. The dump's manifest, if any, is removed first: it would describe a shard
     that is about to be replaced (gather_manifest writes the new one from the records).
     """
-    import torch
-
     out_dir = Path(out_dir)
     name = shard_names(n_shards)[index]
     destination = out_dir / name
@@ -210,94 +201,19 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
     # shard copied in from another dump or run, or swapped with a sibling, is refused on read
     # (reader.AttentionDump): the manifest lists each shard's run id.
     run_id = uuid.uuid4().hex
-    metadata = {b"atlas.model": ex.checkpoint["model"].encode(),
-                b"atlas.checkpoint": ex.checkpoint["checkpoint"].encode(),
-                b"atlas.num_layers": str(ex.num_layers).encode(), b"atlas.num_heads": str(ex.num_heads).encode(),
-                b"atlas.dtype": b"float16", b"atlas.run_id": run_id.encode(), b"atlas.shard": name.encode(),
-                b"atlas.input_protocol": ex.input_protocol.encode(), b"atlas.signal": signal.encode(),
-                b"atlas.layout": layout.encode()}
-    schema = DUMP_SCHEMA.with_metadata(metadata)
+    schema = DUMP_SCHEMA.with_metadata(_shard_metadata(ex, name, run_id, signal, layout))
     started = time.perf_counter()
     # Where the time goes (seconds; the manifest sums them, benchmarks/bench_extraction.py prints them):
     # the writer thread's work overlaps the model's, so only "waiting for the writer" adds to the wall time.
     timings = dict.fromkeys(TIMINGS, 0.0)
-
-    on_gpu = device.startswith("cuda")
-
-    def compute(batch: np.ndarray) -> tuple[Callable[[], tuple[pa.RecordBatch, dict[str, float]]], dict[str, float]]:
-        """One batch through the model, on a model stream: a function that makes its record (run by the shard
-        writer's column threads), and the seconds the model took."""
-        width = int(ex.lengths[batch].max())
-        ids = np.full((len(batch), width), pad_id, dtype=np.int64)
-        types = np.zeros((len(batch), width), dtype=np.int64)
-        mask = np.zeros((len(batch), width), dtype=np.int64)
-        for row, position in enumerate(batch):
-            ids[row, :ex.lengths[position]] = ex.input_ids[position]
-            types[row, :ex.lengths[position]] = ex.token_types[position]
-            mask[row, :ex.lengths[position]] = 1
-        began = time.perf_counter()
-        inputs = (torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device),
-                  torch.from_numpy(types).to(device) if uses_token_types else None)
-
-        def record(column: pa.Array) -> pa.RecordBatch:
-            return pa.record_batch([pa.array(ex.example_ids[batch], pa.int64()),
-                                    pa.array(ex.lengths[batch], pa.int32()), column], schema=schema)
-
-        if signal == DEFAULT_SIGNAL and device == "cpu":  # cast while cutting: one pass over the weights
-            layers = attention_layers(model, *inputs)
-            copied = time.perf_counter()
-            built = record(layers_column(layers, ex.lengths[batch], layout, ex.example_ids[batch]))
-            seconds = {"forward pass": copied - began, "signal computation": 0.0,
-                       "float16 cast and copy into the column": time.perf_counter() - copied}
-            return lambda: (built, {}), seconds
-        maps, signal_seconds = signal_maps(*inputs)
-        ready = None
-        if on_gpu:  # to pinned host memory without waiting: the model goes on with the next batch meanwhile
-            host = torch.empty(maps.shape, dtype=maps.dtype, pin_memory=True)
-            host.copy_(maps, non_blocking=True)
-            ready = torch.cuda.Event(blocking=True)  # the column thread sleeps on it rather than spinning
-            ready.record()
-            maps = host
-        seconds = {"forward pass": time.perf_counter() - began - signal_seconds, "signal computation": signal_seconds}
-
-        def build() -> tuple[pa.RecordBatch, dict[str, float]]:
-            cutting = time.perf_counter()
-            if ready is not None:
-                ready.synchronize()
-            column = maps_column(maps.numpy(), ex.lengths[batch], layout, ex.example_ids[batch])
-            return record(column), {"float16 cast and copy into the column": time.perf_counter() - cutting}
-
-        return build, seconds
-
+    compute = BatchMaps(model=model, device=device, signal=signal, signal_maps=signal_maps, layout=layout,
+                        schema=schema, pad_id=pad_id, uses_token_types=uses_token_types, example_ids=ex.example_ids,
+                        input_ids=ex.input_ids, token_types=ex.token_types, lengths=ex.lengths)
     batches = shard_batches(ex.lengths, index, n_shards, batch_size, max_batch_tokens)
     streams = stream_threads(ex.threads, device, signal)
-    with ExitStack() as stack:
-        tmp = stack.enter_context(atomic_path(destination))
-        # Statistics for the id columns only: min/max of the maps' blobs would be of no use, and computing them
-        # took half of the writer's time (the reader's get() skips row groups by their example_id range).
-        options = {**CODECS[compression], "use_dictionary": False, "write_page_checksum": True,
-                   "write_statistics": ["example_id", "n_tokens"]}
-        # On a CPU the model streams take the cores (the column is cut on them); a GPU leaves them to the columns.
-        writer = stack.enter_context(ShardWriter(tmp, schema, options, timings=timings,
-                                                 workers=ex.threads if device != "cpu" else 1))
-        computed = stack.enter_context(closing(in_order(compute, batches, streams)))
-        for _ in batches:
-            began = time.perf_counter()
-            build, seconds = next(computed)
-            waiting = time.perf_counter()
-            for part, part_seconds in seconds.items():
-                timings[part] += part_seconds
-            timings["waiting for the model"] += waiting - began
-            writer.submit(build)
-            timings["waiting for the writer"] += time.perf_counter() - waiting
-        began = time.perf_counter()
-        writer.finish()
-        stack.pop_all().close()  # rename the shard into place, stop the writer's threads
-    timings["closing shards"] += time.perf_counter() - began
-    began = time.perf_counter()
-    digest = writer.digest.hexdigest(destination)  # the bytes the hashing thread has not read yet: the footer
-    timings["shard digest"] += time.perf_counter() - began
-    lengths = ex.lengths[lo:hi]
+    # On a CPU the model streams take the cores (the column is cut on them); a GPU leaves them to the columns.
+    digest = write_shard_file(destination, schema, compression, compute, batches, streams,
+                              column_workers=ex.threads if device != "cpu" else 1, timings=timings)
     shard = {"file": name, "rows": hi - lo, "first_position": lo,
              "example_ids": [int(ex.example_ids[lo]), int(ex.example_ids[hi - 1])] if hi > lo else [],
              "bytes": destination.stat().st_size, DIGEST: digest,
@@ -305,21 +221,41 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
                                                       else np.zeros(0, np.int64)),
              "run_id": run_id}
     seconds = time.perf_counter() - started
-    record = {"model": ex.checkpoint["model"], "checkpoint": ex.checkpoint["checkpoint"],
-              "input_protocol": ex.input_protocol, "signal": signal, "compression": compression, "layout": layout,
-              "implementation": ex.implementation, "weights_dtype": str(model.dtype).removeprefix("torch."),
-              "num_layers": ex.num_layers, "num_heads": ex.num_heads, "device": ex.device,
-              "token_table": ex.token_table, "table_examples": len(ex.example_ids), "index": index,
-              # The token table as this shard read it: the plan checks it (runtime/integrity.py).
-              "token_table_file": file_entry(ex.token_table),
-              "num_shards": n_shards, "examples": hi - lo, "tokens": int(lengths.sum()),
-              # The maps' values (T x T per head) whatever the layout stores: bytes per value compare layouts.
-              "values": int(sum(ex.num_layers * ex.num_heads * int(n) ** 2 for n in lengths)),
-              "seconds": round(seconds, 3), "timings": {k: round(v, 3) for k, v in timings.items()}, "shard": shard}
+    record = _shard_record(ex, index, n_shards, lo, hi, signal=signal, compression=compression, layout=layout,
+                           seconds=seconds, timings=timings, shard=shard)
     record = write_sealed_json(record, record_path)
     log.info("shard %d/%d written: %d examples (positions %d-%d), %.1f examples/s", index + 1, n_shards, hi - lo,
              lo, hi, (hi - lo) / max(seconds, 1e-9))
     return record
+
+
+def _shard_metadata(ex: Extractor, name: str, run_id: str, signal: str, layout: str) -> dict[bytes, bytes]:
+    """The Parquet metadata of shard ``name``: the checkpoint and its shape, the maps' type, signal and layout, and
+    the run id of the job writing it."""
+    return {b"atlas.model": ex.checkpoint["model"].encode(),
+            b"atlas.checkpoint": ex.checkpoint["checkpoint"].encode(),
+            b"atlas.num_layers": str(ex.num_layers).encode(), b"atlas.num_heads": str(ex.num_heads).encode(),
+            b"atlas.dtype": b"float16", b"atlas.run_id": run_id.encode(), b"atlas.shard": name.encode(),
+            b"atlas.input_protocol": ex.input_protocol.encode(), b"atlas.signal": signal.encode(),
+            b"atlas.layout": layout.encode()}
+
+
+def _shard_record(ex: Extractor, index: int, n_shards: int, lo: int, hi: int, *, signal: str, compression: str,
+                  layout: str, seconds: float, timings: dict[str, float], shard: dict[str, Any]) -> dict[str, Any]:
+    """Shard ``index``'s record (before write_sealed_json seals it): what was extracted from where and how, its
+    size, its times, and ``shard``, its file's entry in the manifest."""
+    lengths = ex.lengths[lo:hi]
+    return {"model": ex.checkpoint["model"], "checkpoint": ex.checkpoint["checkpoint"],
+            "input_protocol": ex.input_protocol, "signal": signal, "compression": compression, "layout": layout,
+            "implementation": ex.implementation, "weights_dtype": str(ex.model.dtype).removeprefix("torch."),
+            "num_layers": ex.num_layers, "num_heads": ex.num_heads, "device": ex.device,
+            "token_table": ex.token_table, "table_examples": len(ex.example_ids), "index": index,
+            # The token table as this shard read it: the plan checks it (runtime/integrity.py).
+            "token_table_file": file_entry(ex.token_table),
+            "num_shards": n_shards, "examples": hi - lo, "tokens": int(lengths.sum()),
+            # The maps' values (T x T per head) whatever the layout stores: bytes per value compare layouts.
+            "values": int(sum(ex.num_layers * ex.num_heads * int(n) ** 2 for n in lengths)),
+            "seconds": round(seconds, 3), "timings": {k: round(v, 3) for k, v in timings.items()}, "shard": shard}
 
 
 def extract_shard(checkpoint_manifest: str | Path, token_table: str | Path, out_dir: str | Path, *, index: int,

@@ -1,4 +1,4 @@
-"""A shard's batches from the model to the disk, in stages that overlap (extract.write_shard feeds it).
+"""A shard's batches from the model to the disk, in stages that overlap (shard_file.write_shard_file feeds it).
 
 Measured on a GPU node (one H200, 16 cores, bert-base, 1000 wiki segments, a 3.63 GB dump), a single writer thread
 that encoded, compressed, wrote and then hashed each batch took 9 of extraction's 11.7 s while the forward passes

@@ -14,16 +14,17 @@ batches (a seeded generator), deterministic algorithms are requested, and the nu
 of CPU threads is fixed, so the same seed gives the same metrics on the same hardware.
 
 The inputs (a task's data tables, tokenized) are :mod:`.task_data`'s; the task's labels and
-checkpoint names are :mod:`.tasks`'.
+checkpoint names are :mod:`.tasks`'; the model with its head, the step counts and the optimizer are set up by
+:mod:`.run_setup`.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import os
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +33,10 @@ import numpy as np
 from ..core.io import write_json
 from ..core.precision import autocast, set_matmul_precision
 from ..data.entries import TaskSpec
-from ..models.cards import length_excess, position_limit
 from ..models.checkpoints import MANIFEST, clear_weights, read_manifest, write_manifest
-from ..models.families import ensure_pad_token, load_pretrained
-from .lora import merged, trainable_share, with_lora
+from .lora import merged, trainable_share
 from .metrics import majority_baseline, task_scores
+from .run_setup import StepPlan, load_model, make_optimizer, plan_steps
 from .task_data import FinetuneError, TaskData, epoch_batches, load_split, subset
 from .tasks import RunSettings, checkpoint_name
 
@@ -155,9 +155,10 @@ def finetune(*, model_name: str, task: TaskSpec, seed: int, pretrained: str | Pa
 
 def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, checkpoint_root, metrics_path,
               settings, threads, offline, mirror, device, started) -> dict[str, Any]:
+    """The run once :func:`finetune` has checked its settings and seeded it: set up (run_setup.py), train, save
+    the final checkpoint and write the metrics."""
     import torch
     import transformers
-    from transformers import AutoTokenizer, get_linear_schedule_with_warmup
 
     spec, task = task, task.name
     train_frame = load_split(train_path, spec, "train", mirror=mirror)
@@ -167,28 +168,7 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
     dev_frame = subset(dev_frame, settings["max_dev_examples"])
 
     manifest = read_manifest(pretrained)
-    load_kwargs: dict[str, Any] = {"local_files_only": offline}
-    if manifest.get("revision"):
-        load_kwargs["revision"] = manifest["revision"]
-    names = spec.labels
-    head: dict[str, Any] = ({"num_labels": 1, "problem_type": "regression"} if names is None else
-                            {"num_labels": len(names), "problem_type": "single_label_classification",
-                             "id2label": {i: str(n) for i, n in enumerate(names)},
-                             "label2id": {str(n): i for i, n in enumerate(names)}})
-    tokenizer = AutoTokenizer.from_pretrained(manifest["load_from"], **load_kwargs)
-    # The head is initialised from the seed (make_deterministic seeded the global generator).
-    # float32 weights whatever the checkpoint stores (transformers would keep a bfloat16 checkpoint's type): AdamW's
-    # states and updates, and the precision option's autocast, assume them.
-    model = load_pretrained("classifier", manifest["load_from"], **head, **load_kwargs, dtype=torch.float32)
-    ensure_pad_token(model, tokenizer)  # a decoder pads with its end-of-text token (saved with the checkpoint)
-    # Before training, not a tensor-size error mid-epoch: the config check before the jobs reads a
-    # model's limit from local files, and a hub model not yet in the cache has none there.
-    limit = position_limit(model.config.to_dict(), tokenizer.model_max_length)
-    excess = length_excess(settings["max_length"], model_name, limit)
-    if excess and limit:
-        raise FinetuneError(f"task {task!r}: max_length: {excess}; give at most {limit[0]}")
-    if settings.method == "lora":
-        model = with_lora(model, settings, task)
+    model, tokenizer = load_model(model_name, spec, manifest, settings, offline)
     trained, total = trainable_share(model)
     log.info("%s fine-tuning: %d of %d parameters trained", settings.method, trained, total)
     model.to(device)
@@ -196,35 +176,16 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
 
     train = TaskData(train_frame, spec, tokenizer, settings, train_path)
     dev = TaskData(dev_frame, spec, tokenizer, settings, dev_path)
-    batch_size = int(settings["batch_size"])
-    steps_per_epoch = math.ceil(len(train) / batch_size)
-    total_steps = steps_per_epoch * int(settings["epochs"])
-    warmup_steps = math.ceil(settings["warmup_ratio"] * total_steps)
-    save_steps = [int(s) for s in settings["save_steps"]]
-    too_late = [s for s in save_steps if s > total_steps]
-    if too_late:
-        raise FinetuneError(
-            f"task {task!r}: save step(s) {too_late} come after the last step ({total_steps} = {steps_per_epoch} "
-            f"steps/epoch x {settings['epochs']} epochs on {len(train)} examples); lower save_steps, or train "
-            "for more epochs")
+    steps = plan_steps(task, len(train), settings)
     log.info("fine-tuning %s on %s (seed %d) on %s, %d thread(s): %d of %d train examples, %d of %d dev; "
              "%d epochs x %d steps = %d steps (%d warm-up); settings %s", model_name, task, seed, device,
              threads, len(train), n_train_available, len(dev), n_dev_available, settings["epochs"],
-             steps_per_epoch, total_steps, warmup_steps, settings.params())
+             steps.steps_per_epoch, steps.total_steps, steps.warmup_steps, settings.params())
     if train.n_truncated or dev.n_truncated:
         log.warning("%d train and %d dev inputs are longer than max_length=%d tokens and were truncated",
                     train.n_truncated, dev.n_truncated, settings["max_length"])
 
-    no_decay = ("bias", "LayerNorm.weight", "layernorm.weight", "norm.weight")
-    trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]  # LoRA: the updates, the head
-    groups = [
-        {"params": [p for n, p in trainable if not n.endswith(no_decay)], "weight_decay": settings["weight_decay"]},
-        {"params": [p for n, p in trainable if n.endswith(no_decay)], "weight_decay": 0.0},
-    ]
-    # On a GPU, AdamW's fused kernel: one launch for all the parameters, not several per tensor.
-    optimizer = torch.optim.AdamW(groups, lr=settings.peak_learning_rate,
-                                  fused=True if device.startswith("cuda") else None)
-    scheduler = get_linear_schedule_with_warmup(optimizer, warmup_steps, total_steps)
+    optimizer, scheduler = make_optimizer(model, settings, device, steps)
     generator = torch.Generator().manual_seed(seed)
 
     majority = majority_baseline(spec.metrics, spec.is_regression, dev.labels)
@@ -235,28 +196,45 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
         "trained_parameters": trained, "parameters": total,
         "n_train": len(train), "n_train_available": n_train_available, "n_dev": len(dev),
         "n_dev_available": n_dev_available, "n_truncated_train": train.n_truncated,
-        "n_truncated_dev": dev.n_truncated, "steps_per_epoch": steps_per_epoch, "total_steps": total_steps,
-        "warmup_steps": warmup_steps, "main_metric": spec.main_metric, "majority_baseline": majority,
-        "evaluations": [], "epoch_loss": [],
+        "n_truncated_dev": dev.n_truncated, "steps_per_epoch": steps.steps_per_epoch,
+        "total_steps": steps.total_steps, "warmup_steps": steps.warmup_steps, "main_metric": spec.main_metric,
+        "majority_baseline": majority, "evaluations": [], "epoch_loss": [],
     }
+    run = _Run(model_name=model_name, task=task, seed=seed, pretrained=pretrained, checkpoint_root=checkpoint_root,
+               settings=settings, device=device, model=model, tokenizer=tokenizer, train=train, dev=dev,
+               steps=steps, record=record)
+    step = _train_epochs(run, optimizer, scheduler, generator)
+    return _finish(run, step, metrics_path, started)
 
-    def checkpoint(step_label: int | str, global_step: int, epoch: float, recent_loss: float | None) -> None:
-        name = checkpoint_name(task, seed, step_label)
-        metrics = None
-        if step_label == "final" or settings["eval_at_checkpoints"]:
-            metrics = evaluate(model, dev, 2 * batch_size, device, settings.precision)
-            record["evaluations"].append({"checkpoint": name, "step": step_label, "global_step": global_step,
-                                          "epoch": round(epoch, 4), "train_loss": recent_loss,
-                                          "metrics": metrics})
-            log.info("step %d (%s): dev %s (majority baseline %s)", global_step, name, _fmt(metrics),
-                     _fmt(majority))
-        # LoRA's updates merged into the weights: an ordinary checkpoint for every later stage (finetune/lora.py).
-        with merged(model, last=step_label == "final") as saved:
-            save_checkpoint(saved, tokenizer, checkpoint_root / name, model_name=model_name, name=name,
-                            global_step=global_step, epoch=round(epoch, 4), base=str(pretrained),
-                            finetune=settings.params(), dev_metrics=metrics, n_train=len(train))
-        log.info("saved checkpoint %s", checkpoint_root / name)
 
+@dataclass
+class _Run:
+    """What a run's training loop, its checkpoints and its metrics share (set up by _finetune)."""
+
+    model_name: str
+    task: str
+    seed: int
+    pretrained: str | Path
+    checkpoint_root: Path
+    settings: RunSettings
+    device: str
+    model: Any
+    tokenizer: Any
+    train: TaskData
+    dev: TaskData
+    steps: StepPlan
+    record: dict[str, Any]  # the metrics record: the epochs' losses and the checkpoints' evaluations are added to it
+
+
+def _train_epochs(run: _Run, optimizer: Any, scheduler: Any, generator: Any) -> int:
+    """The run's epochs of optimizer steps, with a progress line at the first step, every PROGRESS_EVERY_S and at
+    the last, and a checkpoint at each save step; returns the number of steps taken. The batches' order is drawn
+    from ``generator``."""
+    import torch
+
+    model, train, settings, task, record = run.model, run.train, run.settings, run.task, run.record
+    device, batch_size = run.device, run.steps.batch_size
+    steps_per_epoch, total_steps = run.steps.steps_per_epoch, run.steps.total_steps
     step, train_started = 0, time.time()
     last_log, logged_step, seen_since_log = train_started, 0, 0
     for epoch in range(settings.epochs):
@@ -287,20 +265,49 @@ def _finetune(*, model_name, task, seed, pretrained, train_path, dev_path, check
                          scheduler.get_last_lr()[0], seen_since_log / max(now - last_log, 1e-9), elapsed,
                          elapsed / step * (total_steps - step))
                 last_log, logged_step, seen_since_log = now, step, 0
-            if step in save_steps:
+            if step in run.steps.save_steps:
                 so_far = _finite_losses(losses, position + 1, epoch * steps_per_epoch, task, settings)
-                checkpoint(step, step, step / steps_per_epoch, float(np.mean(so_far)))
+                _checkpoint(run, step, step, step / steps_per_epoch, float(np.mean(so_far)))
         epoch_losses = _finite_losses(losses, len(batches), epoch * steps_per_epoch, task, settings)
         record["epoch_loss"].append(float(np.mean(epoch_losses)))
         log.info("epoch %d/%d done: mean training loss %.4f", epoch + 1, settings.epochs, record["epoch_loss"][-1])
     record["train_time_s"] = round(time.time() - train_started, 1)
-    checkpoint("final", step, float(settings["epochs"]), record["epoch_loss"][-1] if record["epoch_loss"] else None)
+    return step
+
+
+def _checkpoint(run: _Run, step_label: int | str, global_step: int, epoch: float, recent_loss: float | None) -> None:
+    """Save checkpoint ``step_label`` (a save step, or "final"), scored on the dev split first where the settings
+    ask for it at every checkpoint, and always at the final one; the scores go into the run's record."""
+    model, settings, record, checkpoint_root = run.model, run.settings, run.record, run.checkpoint_root
+    name = checkpoint_name(run.task, run.seed, step_label)
+    metrics = None
+    if step_label == "final" or settings["eval_at_checkpoints"]:
+        metrics = evaluate(model, run.dev, 2 * run.steps.batch_size, run.device, settings.precision)
+        record["evaluations"].append({"checkpoint": name, "step": step_label, "global_step": global_step,
+                                      "epoch": round(epoch, 4), "train_loss": recent_loss,
+                                      "metrics": metrics})
+        log.info("step %d (%s): dev %s (majority baseline %s)", global_step, name, _fmt(metrics),
+                 _fmt(record["majority_baseline"]))
+    # LoRA's updates merged into the weights: an ordinary checkpoint for every later stage (finetune/lora.py).
+    with merged(model, last=step_label == "final") as saved:
+        save_checkpoint(saved, run.tokenizer, checkpoint_root / name, model_name=run.model_name, name=name,
+                        global_step=global_step, epoch=round(epoch, 4), base=str(run.pretrained),
+                        finetune=settings.params(), dev_metrics=metrics, n_train=len(run.train))
+    log.info("saved checkpoint %s", checkpoint_root / name)
+
+
+def _finish(run: _Run, step: int, metrics_path: str | Path, started: tuple[float, float]) -> dict[str, Any]:
+    """The final checkpoint, then the metrics record with its final dev scores and the run's times, written to
+    ``metrics_path`` and returned. ``started``: the run's wall-clock and CPU time at its start."""
+    record = run.record
+    _checkpoint(run, "final", step, float(run.settings["epochs"]),
+                record["epoch_loss"][-1] if record["epoch_loss"] else None)
     record["final"] = record["evaluations"][-1]["metrics"]
     record["wall_time_s"] = round(time.time() - started[0], 1)
     record["cpu_time_s"] = round(time.process_time() - started[1], 1)  # all threads; robust to a busy machine
     write_json(record, metrics_path)
-    log.info("%s/%s seed %d: final dev %s vs majority baseline %s; %.0f s in all", model_name, task, seed,
-             _fmt(record["final"]), _fmt(majority), record["wall_time_s"])
+    log.info("%s/%s seed %d: final dev %s vs majority baseline %s; %.0f s in all", run.model_name, run.task,
+             run.seed, _fmt(record["final"]), _fmt(record["majority_baseline"]), record["wall_time_s"])
     return record
 
 
