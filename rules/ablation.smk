@@ -13,7 +13,7 @@ ABLATION = STUDY.config["ablation"]
 rule head_disabling:
     input:
         checkpoint=STUDY.paths.checkpoint_manifest("{model}", "{task}.seed{seed}.final"),
-        dev=lambda wc: STUDY.paths.data_table(wc.task, STUDY.dev_split(wc.task)),
+        dev=STUDY.ablation.dev_table,
     output:
         STUDY.ablation.disabling_part("{model}", "{task}", "{seed}"),
     log:
@@ -28,8 +28,8 @@ rule head_disabling:
         runtime=ABLATION["runtime"],
         gpu=1 if ABLATION["device"] == "cuda" else 0,
     params:
-        task=lambda wc: STUDY.task_spec(wc.task).params(),
-        settings=lambda wc: STUDY.finetune_settings(wc.task, wc.model).params(),
+        task=STUDY.ablation.task_entry,
+        settings=STUDY.ablation.run_settings,
         modes=ABLATION["modes"],
         max_examples=ABLATION["max_examples"],
         batch_size=ABLATION["batch_size"],

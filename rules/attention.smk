@@ -2,7 +2,6 @@
 # Attention stage (METHODS 4-6): word annotation, token tables aligned to words, attention dumps.
 import re
 
-from workflow_scripts.core.subjects import split_subject
 from workflow_scripts.study.annotation import stanza_downloads_pending
 
 ATTENTION = STUDY.config["attention"]
@@ -19,7 +18,7 @@ if stanza_downloads_pending(STUDY.config, STUDY.corpora):
 
 rule annotation:
     input:
-        data=lambda wc: STUDY.paths.data_table(wc.corpus, wc.split),
+        data=STUDY.attention.data_table,
     output:
         STUDY.paths.annotation("{corpus}", "{split}"),
     log:
@@ -32,11 +31,11 @@ rule annotation:
         runtime=120,
     params:
         # A task entry may name its own annotator and language (tasks.NAME.annotator, .language).
-        annotator=lambda wc: STUDY.annotation(wc.corpus)["annotator"],
-        spacy_model=lambda wc: STUDY.annotation(wc.corpus)["spacy_model"],
-        stanza_dir=lambda wc: STUDY.annotation(wc.corpus)["stanza_dir"],
-        stanza_models=lambda wc: STUDY.annotation(wc.corpus)["stanza_models"],
-        pretokenized=lambda wc: STUDY.annotation(wc.corpus)["pretokenized"],
+        annotator=STUDY.attention.annotator,
+        spacy_model=STUDY.attention.spacy_model,
+        stanza_dir=STUDY.attention.stanza_dir,
+        stanza_models=STUDY.attention.stanza_models,
+        pretokenized=STUDY.attention.pretokenized,
         offline=STUDY.offline,
     script:
         "scripts/entry.py"
@@ -44,8 +43,8 @@ rule annotation:
 
 rule token_table:
     input:
-        checkpoint=lambda wc: STUDY.paths.checkpoint_manifest(wc.model, "pretrained"),
-        data=lambda wc: STUDY.paths.data_table(wc.corpus, wc.split),
+        checkpoint=STUDY.attention.pretrained_checkpoint,
+        data=STUDY.attention.data_table,
         annotation=STUDY.paths.annotation("{corpus}", "{split}"),
     output:
         STUDY.paths.token_table("{model}", "{corpus}", "{split}"),
@@ -58,8 +57,8 @@ rule token_table:
         mem_mb=4000,
         runtime=30,
     params:
-        max_length=lambda wc: STUDY.config["models"][wc.model]["max_length"],
-        max_examples=lambda wc: ATTENTION["max_examples"].get(wc.corpus),
+        max_length=STUDY.attention.max_length,
+        max_examples=STUDY.attention.max_examples,
         offline=STUDY.offline,
     script:
         "scripts/entry.py"
@@ -72,8 +71,8 @@ use rule token_table as treebank_token_table with:
     wildcard_constraints:
         corpus="|".join(STUDY.treebank_corpora),
     params:
-        max_length=lambda wc: STUDY.config["models"][wc.model]["max_length"],
-        max_examples=lambda wc: ATTENTION["max_examples"].get(wc.corpus),
+        max_length=STUDY.attention.max_length,
+        max_examples=STUDY.attention.max_examples,
         input_protocol=ATTENTION["input_protocol"],
         offline=STUDY.offline,
 
@@ -90,21 +89,21 @@ if STUDY.bos_models:
         wildcard_constraints:
             model="|".join(re.escape(model) for model in STUDY.bos_models),
         params:
-            max_length=lambda wc: STUDY.config["models"][wc.model]["max_length"],
-            max_examples=lambda wc: ATTENTION["max_examples"].get(wc.corpus),
+            max_length=STUDY.attention.max_length,
+            max_examples=STUDY.attention.max_examples,
             offline=STUDY.offline,
-            prepend_bos=lambda wc: STUDY.config["models"][wc.model]["prepend_bos"],
+            prepend_bos=STUDY.attention.prepend_bos,
 
     use rule treebank_token_table as bos_treebank_token_table with:
         wildcard_constraints:
             corpus="|".join(STUDY.treebank_corpora),
             model="|".join(re.escape(model) for model in STUDY.bos_models),
         params:
-            max_length=lambda wc: STUDY.config["models"][wc.model]["max_length"],
-            max_examples=lambda wc: ATTENTION["max_examples"].get(wc.corpus),
+            max_length=STUDY.attention.max_length,
+            max_examples=STUDY.attention.max_examples,
             input_protocol=ATTENTION["input_protocol"],
             offline=STUDY.offline,
-            prepend_bos=lambda wc: STUDY.config["models"][wc.model]["prepend_bos"],
+            prepend_bos=STUDY.attention.prepend_bos,
 
     ruleorder: bos_treebank_token_table > bos_token_table > treebank_token_table > token_table
 
@@ -115,8 +114,8 @@ if STUDY.bos_models:
 # which every analysis reads. Keep the name: profiles/slurm's set-resources send these jobs to GPUs.
 rule extract_attention:
     input:
-        checkpoint=lambda wc: STUDY.paths.checkpoint_manifest(wc.model, wc.checkpoint),
-        tokens=lambda wc: STUDY.paths.token_table(wc.model, wc.corpus, wc.split),
+        checkpoint=STUDY.attention.checkpoint_manifest,
+        tokens=STUDY.attention.token_table,
     output:
         shard=STUDY.paths.dump_shard("{model}", "{checkpoint}", "{corpus}", "{split}", "{shard}"),
         record=STUDY.paths.dump_record("{model}", "{checkpoint}", "{corpus}", "{split}", "{shard}"),
@@ -132,16 +131,16 @@ rule extract_attention:
         runtime=ATTENTION["runtime"],
         gpu=1 if ATTENTION["device"] == "cuda" else 0,
     params:
-        shard_index=lambda wc: STUDY.shard_stems.index(wc.shard),
+        shard_index=STUDY.attention.shard_index,
         num_shards=ATTENTION["num_shards"],
         compression=ATTENTION["compression"],
         implementation=ATTENTION["implementation"],
         # The subject's signal (MODEL@SIGNAL; docs/signals.md): one dump per signal, from the model's checkpoint.
-        signal=lambda wc: split_subject(wc.model)[1],
+        signal=STUDY.attention.signal,
         batch_size=ATTENTION["batch_size"],
         max_batch_tokens=ATTENTION["max_batch_tokens"],
         device=ATTENTION["device"],
-        dtype=lambda wc: STUDY.model_dtype(wc.model),
+        dtype=STUDY.attention.dtype,
         offline=STUDY.offline,
     script:
         "scripts/entry.py"

@@ -24,7 +24,7 @@ if not STUDY.offline:
 
 rule glue_table:
     input:
-        mirror=lambda wc: STUDY.data.source_files(wc.task, wc.split),
+        mirror=STUDY.data.task_files,
     output:
         STUDY.paths.data_table("{task}", "{split}"),
     log:
@@ -38,7 +38,7 @@ rule glue_table:
         mem_mb=2000,
         runtime=30,
     params:
-        glue_task=lambda wc: STUDY.task_spec(wc.task).source["task"],
+        glue_task=STUDY.data.glue_task,
         mirror=STUDY.mirror,
         offline=STUDY.offline,
     script:
@@ -47,7 +47,7 @@ rule glue_table:
 
 rule wic_table:
     input:
-        mirror=lambda wc: STUDY.data.source_files(wc.task, wc.split),
+        mirror=STUDY.data.task_files,
     output:
         STUDY.paths.data_table("{task}", "{split}"),
     log:
@@ -71,7 +71,7 @@ rule wic_table:
 
 rule task_table:
     input:
-        files=lambda wc: STUDY.data.source_files(wc.task, wc.split),
+        files=STUDY.data.task_files,
     output:
         STUDY.paths.data_table("{task}", "{split}"),
     log:
@@ -94,7 +94,7 @@ rule task_table:
 
 rule treebank_table:
     input:
-        files=lambda wc: STUDY.data.source_files(wc.treebank, wc.split),
+        files=STUDY.data.treebank_files,
     output:
         STUDY.paths.data_table("{treebank}", "{split}"),
     log:
@@ -114,15 +114,15 @@ rule treebank_table:
         downloads=STUDY.config["downloads"],
         ud_release=DATA["ud_release"],
         # Functions: Snakemake would read the templates' {repo}, {tag} and {file} as wildcards.
-        ud_url=lambda wc: DATA["ud_url"],
-        ud_api_url=lambda wc: DATA["ud_api_url"],
+        ud_url=STUDY.data.ud_url,
+        ud_api_url=STUDY.data.ud_api_url,
     script:
         "scripts/entry.py"
 
 
 rule coreference_mentions:
     input:
-        files=lambda wc: STUDY.data.source_files(wc.treebank, wc.split),
+        files=STUDY.data.treebank_files,
     output:
         STUDY.paths.mentions_table("{treebank}", "{split}"),
     log:
@@ -142,15 +142,15 @@ rule coreference_mentions:
         downloads=STUDY.config["downloads"],
         ud_release=DATA["ud_release"],
         # Functions: Snakemake would read the templates' {repo}, {tag} and {file} as wildcards.
-        ud_url=lambda wc: DATA["ud_url"],
-        ud_api_url=lambda wc: DATA["ud_api_url"],
+        ud_url=STUDY.data.ud_url,
+        ud_api_url=STUDY.data.ud_api_url,
     script:
         "scripts/entry.py"
 
 
 rule wiki_segments:
     input:
-        mirror=lambda wc: STUDY.data.source_files("wiki", "segments"),
+        mirror=STUDY.data.wiki_files,
     output:
         STUDY.paths.data_table("wiki", "segments"),
     log:
@@ -174,7 +174,7 @@ rule wiki_segments:
 
 rule glove_vectors:
     input:
-        mirror=lambda wc: STUDY.data.source_files("glove", "vectors"),
+        mirror=STUDY.data.glove_files,
     output:
         STUDY.paths.data_table("glove", "vectors"),
     log:

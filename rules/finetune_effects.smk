@@ -51,7 +51,7 @@ rule pattern_label_seed:
         mem_mb=3000,
         runtime=10,
     params:
-        pairs=lambda wc: [list(p) for p in STUDY.finetune_effects.pairs(wc.model)],
+        pairs=STUDY.finetune_effects.model_pairs,
         n=FE["label_sample"],
         seed=FE["label_seed"],
         balanced=FE["label_balanced"],
@@ -76,7 +76,7 @@ rule pattern_cnn:
         mem_mb=4000,
         runtime=60,
     params:
-        pairs=lambda wc: [list(p) for p in STUDY.finetune_effects.pairs(wc.model)],
+        pairs=STUDY.finetune_effects.model_pairs,
         cnn=FE["cnn"],
         thresholds=FE["thresholds"],
         resamples=FE["bootstrap_resamples"],
@@ -109,7 +109,7 @@ rule pattern_classes_part:
 rule finetune_change_part:
     input:
         unpack(STUDY.finetune_effects.dump),
-        pretrained=lambda wc: STUDY.paths.dump_manifest(wc.model, "pretrained", wc.corpus, STUDY.dev_split(wc.corpus)),
+        pretrained=STUDY.finetune_effects.pretrained_dump,
     output:
         STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "finetune_change.csv"),
     log:
@@ -133,7 +133,7 @@ rule finetune_change_part:
 rule lexical_counts:
     input:
         unpack(STUDY.finetune_effects.dump),
-        annotation=lambda wc: STUDY.paths.annotation(wc.corpus, STUDY.dev_split(wc.corpus)),
+        annotation=STUDY.finetune_effects.dev_annotation,
     output:
         counts=STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "lexical_counts.npz"),
         summary=STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "lexical_counts.json"),

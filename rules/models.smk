@@ -26,7 +26,7 @@ rule model_card:
         mem_mb=2000,
         runtime=30,
     params:
-        entry=lambda wc: STUDY.model_source(wc.model),
+        entry=STUDY.stage("models").model_source,
         offline=STUDY.offline,
     script:
         "scripts/entry.py"
@@ -71,7 +71,7 @@ rule pretrained_checkpoint:
         mem_mb=1000,
         runtime=10,
     params:
-        entry=lambda wc: STUDY.model_source(wc.model),
+        entry=STUDY.stage("models").model_source,
     script:
         "scripts/entry.py"
 
@@ -90,7 +90,7 @@ rule random_checkpoint:
         mem_mb=4000,
         runtime=20,
     params:
-        entry=lambda wc: STUDY.model_source(wc.model),
+        entry=STUDY.stage("models").model_source,
         seed=STUDY.config["checkpoints"]["random_seed"],
         offline=STUDY.offline,
     script:

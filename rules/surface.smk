@@ -37,7 +37,7 @@ rule surface_heads_shard:
 
 rule surface_heads_part:
     input:
-        dump=lambda wc: STUDY.surface.dump(wc)["dump"],
+        dump=STUDY.surface.dump_manifest,
         partials=expand(
             STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "surface_heads"),
             shard_group=STUDY.shard_groups,
@@ -117,7 +117,7 @@ rule head_clusters_part:
 
 rule attention_distance_shard:
     input:
-        dump=lambda wc: STUDY.surface.dump(wc)["dump"],
+        dump=STUDY.surface.dump_manifest,
     output:
         STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "attention_distance"),
     log:
@@ -137,7 +137,7 @@ rule attention_distance_shard:
 
 rule attention_distance_part:
     input:
-        dump=lambda wc: STUDY.surface.dump(wc)["dump"],
+        dump=STUDY.surface.dump_manifest,
         partials=expand(
             STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "attention_distance"),
             shard_group=STUDY.shard_groups,
@@ -167,8 +167,8 @@ rule attention_distance_part:
 # caption is the declaration's own. docs/contributing.md, "Recipe: add an analysis".
 rule head_measure_shard:
     input:
-        dump=lambda wc: STUDY.surface.dump(wc)["dump"],
-        tokens=lambda wc: STUDY.surface.dump(wc)["tokens"],
+        dump=STUDY.surface.dump_manifest,
+        tokens=STUDY.surface.token_table,
     output:
         STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "{measure}"),
     log:
@@ -187,7 +187,7 @@ rule head_measure_shard:
 
 rule head_measure_part:
     input:
-        dump=lambda wc: STUDY.surface.dump(wc)["dump"],
+        dump=STUDY.surface.dump_manifest,
         partials=expand(
             STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "{measure}"),
             shard_group=STUDY.shard_groups,
@@ -244,8 +244,8 @@ rule surface_table:
 # previous-token, induction and duplicate-token scores, and the sink rates per layer (Gu et al. 2025's code).
 rule head_diagnostics_part:
     input:
-        checkpoint=lambda wc: STUDY.surface.dump(wc)["checkpoint"],
-        tokens=lambda wc: STUDY.surface.dump(wc)["tokens"],
+        checkpoint=STUDY.surface.checkpoint_manifest,
+        tokens=STUDY.surface.token_table,
     output:
         diagnostics=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "head_diagnostics.csv"),
         halves=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "head_diagnostics_halves.csv"),
@@ -260,7 +260,7 @@ rule head_diagnostics_part:
     params:
         settings=SURFACE["diagnostics"],
         length=STUDY.surface.diagnostic_length,
-        dtype=lambda wc: STUDY.model_dtype(wc.model),
+        dtype=STUDY.surface.dtype,
         resamples=SURFACE["bootstrap_resamples"],
         bootstrap_seed=SURFACE["bootstrap_seed"],
         offline=STUDY.offline,
@@ -296,8 +296,8 @@ rule head_diagnostics_table:
 # the induction heads in the head-development figure (rules/report.smk).
 rule icl_score_part:
     input:
-        checkpoint=lambda wc: STUDY.surface.dump(wc)["checkpoint"],
-        tokens=lambda wc: STUDY.surface.dump(wc)["tokens"],
+        checkpoint=STUDY.surface.checkpoint_manifest,
+        tokens=STUDY.surface.token_table,
     output:
         STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "icl_score.csv"),
     log:
@@ -314,7 +314,7 @@ rule icl_score_part:
         contexts=SURFACE["diagnostics"]["sequences"],
         batch_size=SURFACE["diagnostics"]["batch_size"],
         prepend_bos=SURFACE["diagnostics"]["prepend_bos"],
-        dtype=lambda wc: STUDY.model_dtype(wc.model),
+        dtype=STUDY.surface.dtype,
         resamples=SURFACE["bootstrap_resamples"],
         bootstrap_seed=SURFACE["bootstrap_seed"],
         offline=STUDY.offline,

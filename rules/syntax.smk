@@ -11,8 +11,8 @@ SYNTAX_SELECT, SYNTAX_SCORE = SYNTAX["select_split"], SYNTAX["score_split"]
 
 rule coref_windows:
     input:
-        sentences=lambda wc: STUDY.paths.data_table(SYNTAX["coref_treebank"], wc.split),
-        mentions=lambda wc: STUDY.paths.mentions_table(SYNTAX["coref_treebank"], wc.split),
+        sentences=STUDY.syntax.coref_sentences,
+        mentions=STUDY.syntax.coref_mentions,
     output:
         data=STUDY.paths.data_table(COREF_CORPUS, "{split}"),
         mentions=STUDY.paths.mentions_table(COREF_CORPUS, "{split}"),
@@ -36,8 +36,8 @@ rule coref_windows:
 # one job over the dump would write.
 rule dependency_scores_shard:
     input:
-        dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, wc.treebank, wc.split),
-        tokens=lambda wc: STUDY.paths.token_table(wc.model, wc.treebank, wc.split),
+        dump=STUDY.syntax.dump_manifest,
+        tokens=STUDY.syntax.token_table,
         annotation=STUDY.paths.annotation("{treebank}", "{split}"),
     output:
         STUDY.paths.shard_partial("syntax", "{model}", "{checkpoint}", "dependency", "{treebank}_{split}"),
@@ -57,7 +57,7 @@ rule dependency_scores_shard:
 
 rule dependency_scores:
     input:
-        dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, wc.treebank, wc.split),
+        dump=STUDY.syntax.dump_manifest,
         partials=expand(
             STUDY.paths.shard_partial("syntax", "{model}", "{checkpoint}", "dependency", "{treebank}_{split}"),
             shard_group=STUDY.shard_groups,
@@ -109,8 +109,8 @@ rule dependency_tables:
 
 rule coreference_scores:
     input:
-        dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, COREF_CORPUS, SYNTAX["coref_split"]),
-        tokens=lambda wc: STUDY.paths.token_table(wc.model, COREF_CORPUS, SYNTAX["coref_split"]),
+        dump=STUDY.syntax.coref_dump,
+        tokens=STUDY.syntax.coref_tokens,
         annotation=STUDY.paths.annotation(COREF_CORPUS, SYNTAX["coref_split"]),
         mentions=STUDY.paths.mentions_table(COREF_CORPUS, SYNTAX["coref_split"]),
     output:
@@ -156,8 +156,8 @@ rule coreference_tables:
 
 rule probe_features:
     input:
-        dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, wc.treebank, wc.split),
-        tokens=lambda wc: STUDY.paths.token_table(wc.model, wc.treebank, wc.split),
+        dump=STUDY.syntax.dump_manifest,
+        tokens=STUDY.syntax.token_table,
         annotation=STUDY.paths.annotation("{treebank}", "{split}"),
     output:
         maps=STUDY.paths.analysis("syntax", "{model}", "{checkpoint}", "probe_features", "{treebank}_{split}.maps.npy"),
@@ -174,7 +174,7 @@ rule probe_features:
         runtime=60,
     params:
         # Only the training split is capped (a fixed random subset, the same for every checkpoint).
-        max_sentences=lambda wc: SYNTAX["probe_max_train_sentences"] if wc.split == SYNTAX_SELECT else None,
+        max_sentences=STUDY.syntax.probe_max_sentences,
         seed=SYNTAX["probe_seed"],
     script:
         "scripts/entry.py"
@@ -306,8 +306,8 @@ rule dependency_heatmaps:
 
 rule best_head_maps:
     input:
-        dump=lambda wc: STUDY.paths.dump_manifest(wc.model, wc.checkpoint, wc.treebank, SYNTAX_SCORE),
-        tokens=lambda wc: STUDY.paths.token_table(wc.model, wc.treebank, SYNTAX_SCORE),
+        dump=STUDY.syntax.score_dump,
+        tokens=STUDY.syntax.score_tokens,
         annotation=STUDY.paths.annotation("{treebank}", SYNTAX_SCORE),
         best=STUDY.paths.table("dependency_best"),
     output:

@@ -108,6 +108,18 @@ class Plan(StagePlan):
     def found_heads_part(self, model: str) -> str:
         return self.paths.analysis(STAGE, model, "found_heads.csv")
 
+    def dev_table(self, wc: Any) -> str:
+        """The data table of the job's task's dev split (``task`` wildcard)."""
+        return self.paths.data_table(wc.task, self.study.dev_split(wc.task))
+
+    def task_entry(self, wc: Any) -> dict[str, Any]:
+        """A params function: the entry of the job's task (``task`` wildcard)."""
+        return self.study.task_spec(wc.task).params()
+
+    def run_settings(self, wc: Any) -> dict[str, Any]:
+        """A params function: the run settings of the job's task for its model (its max_length when null)."""
+        return self.study.finetune_settings(wc.task, wc.model).params()
+
     def found_heads_runs(self, model: str) -> list[tuple[str, int]]:
         """(task, seed) of the model's ablated fine-tuned runs, in the study's order."""
         return [(t, s) for m, t, s in self.disabling_runs if m == model]

@@ -4,9 +4,10 @@ builds, and the table of dumps."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...core.errors import ConfigError
+from ...core.subjects import split_subject
 from .declarations import Analysis, StagePlan, declared_tables
 
 if TYPE_CHECKING:
@@ -19,11 +20,77 @@ ANALYSES = (Analysis("attention_dumps", "(subject, checkpoint, corpus, split) x 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Plan(StagePlan):
-    """The attention stage's plan (``STUDY.attention``)."""
+    """The attention stage's plan (``STUDY.attention``), with the input and params functions of rules/attention.smk."""
 
     dumps: list[tuple[str, str, str, str]]    # (subject, checkpoint, corpus, split)
     # Those of ``dumps`` only a fine-tuned checkpoint's role analyses read (roles.finetuned)
     role_dumps: list[tuple[str, str, str, str]]
+
+    # --- the input and params functions of rules/attention.smk ------------------------------------------------
+
+    def data_table(self, wc: Any) -> str:
+        """The data table of the job's corpus and split."""
+        return self.paths.data_table(wc.corpus, wc.split)
+
+    def _annotation(self, wc: Any) -> dict[str, Any]:
+        """How the job's corpus is annotated (Study.annotation)."""
+        return self.study.annotation(wc.corpus)
+
+    def annotator(self, wc: Any) -> str:
+        """A params function: who annotates the job's corpus (its entry's annotator, or annotation.annotator)."""
+        return self._annotation(wc)["annotator"]
+
+    def spacy_model(self, wc: Any) -> Any:
+        """A params function: the spaCy model that annotates the job's corpus."""
+        return self._annotation(wc)["spacy_model"]
+
+    def stanza_dir(self, wc: Any) -> Any:
+        """A params function: the folder of the stanza models that annotate the job's corpus."""
+        return self._annotation(wc)["stanza_dir"]
+
+    def stanza_models(self, wc: Any) -> Any:
+        """A params function: the stanza models that annotate the job's corpus."""
+        return self._annotation(wc)["stanza_models"]
+
+    def pretokenized(self, wc: Any) -> bool:
+        """A params function: whether the job's corpus is annotated on its own words."""
+        return self._annotation(wc)["pretokenized"]
+
+    def pretrained_checkpoint(self, wc: Any) -> str:
+        """The manifest of the job's model's pretrained checkpoint (its tokenizer makes the token table)."""
+        return self.paths.checkpoint_manifest(wc.model, "pretrained")
+
+    def max_length(self, wc: Any) -> Any:
+        """A params function: the job's model's max_length (its entry's)."""
+        return self.study.config["models"][wc.model]["max_length"]
+
+    def max_examples(self, wc: Any) -> Any:
+        """A params function: the cap on the job's corpus's examples (attention.max_examples; None: no cap)."""
+        return self.study.config[STAGE]["max_examples"].get(wc.corpus)
+
+    def prepend_bos(self, wc: Any) -> Any:
+        """A params function: the job's model's prepend_bos (its entry's)."""
+        return self.study.config["models"][wc.model]["prepend_bos"]
+
+    def checkpoint_manifest(self, wc: Any) -> str:
+        """The manifest of the job's checkpoint of its subject's model."""
+        return self.paths.checkpoint_manifest(wc.model, wc.checkpoint)
+
+    def token_table(self, wc: Any) -> str:
+        """The token table of the job's subject on its corpus and split."""
+        return self.paths.token_table(wc.model, wc.corpus, wc.split)
+
+    def shard_index(self, wc: Any) -> int:
+        """A params function: the index of the job's shard among the dump's (``shard`` wildcard)."""
+        return self.study.shard_stems.index(wc.shard)
+
+    def signal(self, wc: Any) -> str:
+        """A params function: the job's subject's signal (MODEL@SIGNAL; docs/signals.md)."""
+        return split_subject(wc.model)[1]
+
+    def dtype(self, wc: Any) -> str:
+        """A params function: the weights' type of the job's subject's model (its entry's dtype)."""
+        return self.study.model_dtype(wc.model)
 
 
 def plan(study: Study) -> Plan:

@@ -34,3 +34,32 @@ class Plan(StagePlan):
     def treebank_entry(self, wc: Any) -> dict[str, Any]:
         """A params function: the entry of the job's treebank (``treebank`` wildcard)."""
         return self.study.corpora.treebanks[wc.treebank].params()
+
+    def task_files(self, wc: Any) -> list[str]:
+        """The local files of the job's task split (``task`` wildcard; :meth:`source_files`)."""
+        return self.source_files(wc.task, wc.split)
+
+    def treebank_files(self, wc: Any) -> list[str]:
+        """The local files of the job's treebank split (``treebank`` wildcard; :meth:`source_files`)."""
+        return self.source_files(wc.treebank, wc.split)
+
+    def wiki_files(self, wc: Any) -> list[str]:
+        """The local files of the Wikipedia segments (:meth:`source_files`)."""
+        return self.source_files("wiki", "segments")
+
+    def glove_files(self, wc: Any) -> list[str]:
+        """The local files of the GloVe vectors (:meth:`source_files`)."""
+        return self.source_files("glove", "vectors")
+
+    def glue_task(self, wc: Any) -> str:
+        """A params function: the GLUE task the job's task entry reads (its source's ``task``)."""
+        return self.study.task_spec(wc.task).source["task"]
+
+    # Functions, not values: Snakemake would read the templates' {repo}, {tag} and {file} as wildcards.
+    def ud_url(self, wc: Any) -> str:
+        """A params function: the template of a UD treebank file's URL (data.ud_url)."""
+        return self.study.config[STAGE]["ud_url"]
+
+    def ud_api_url(self, wc: Any) -> str | None:
+        """A params function: the template of the UD release's API URL (data.ud_api_url)."""
+        return self.study.config[STAGE]["ud_api_url"]

@@ -46,8 +46,8 @@ def plan(study: Study) -> Plan:
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Plan(StagePlan):
-    """The fine-tuning effects' plan (``STUDY.finetune_effects``), with the input functions of
-    rules/finetune_effects.smk."""
+    """The fine-tuning effects' plan (``STUDY.finetune_effects``), with the input and params
+    functions of rules/finetune_effects.smk."""
 
     analyses: ClassVar[tuple[Analysis, ...]] = ANALYSES
 
@@ -115,3 +115,15 @@ class Plan(StagePlan):
 
     def pattern_label_features(self, wc: Any) -> list[str]:
         return [self.part(wc.model, c, t, "pattern_features.parquet") for c, t in self.pairs(wc.model)]
+
+    def model_pairs(self, wc: Any) -> list[list[str]]:
+        """A params function: [checkpoint, task] of every part of the job's model (:meth:`pairs`)."""
+        return [list(p) for p in self.pairs(wc.model)]
+
+    def pretrained_dump(self, wc: Any) -> str:
+        """The dump of the pretrained checkpoint of the job's model on its task's dev inputs (``corpus``: the task)."""
+        return self.paths.dump_manifest(wc.model, "pretrained", wc.corpus, self.study.dev_split(wc.corpus))
+
+    def dev_annotation(self, wc: Any) -> str:
+        """The annotation of the job's task's dev inputs (``corpus``: the task)."""
+        return self.paths.annotation(wc.corpus, self.study.dev_split(wc.corpus))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .declarations import Analysis, StagePlan, declared_tables
 
@@ -14,5 +15,15 @@ ANALYSES = (Analysis("models", "the study", tables=("models",), captions=("model
                      explorer_tables=("models",)),)
 
 
-def plan(study: Study) -> StagePlan:
-    return StagePlan(study=study, outputs=[study.paths.table(name) for name in declared_tables(ANALYSES)])
+def plan(study: Study) -> Plan:
+    return Plan(study=study, outputs=[study.paths.table(name) for name in declared_tables(ANALYSES)])
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Plan(StagePlan):
+    """The models stage's plan, with the params functions of rules/models.smk (``STUDY.stage("models")``: the Study's
+    ``models`` is its list of models)."""
+
+    def model_source(self, wc: Any) -> dict[str, Any]:
+        """A params function: the keys of the job's model entry that say where it comes from (Study.model_source)."""
+        return self.study.model_source(wc.model)

@@ -154,6 +154,18 @@ class Plan(StagePlan):
             "tokens": self.paths.token_table(wc.model, corpus, split),
         }
 
+    def checkpoint_manifest(self, wc: Any) -> str:
+        """The job's checkpoint (:meth:`dump`'s ``checkpoint``)."""
+        return self.dump(wc)["checkpoint"]
+
+    def dump_manifest(self, wc: Any) -> str:
+        """The job's dump of the surface corpus (:meth:`dump`'s ``dump``)."""
+        return self.dump(wc)["dump"]
+
+    def token_table(self, wc: Any) -> str:
+        """The job's token table of the surface corpus (:meth:`dump`'s ``tokens``)."""
+        return self.dump(wc)["tokens"]
+
     def sep_gradient(self, wc: Any) -> dict[str, str]:
         """A fine-tuned checkpoint also reads its own task's dev examples (for its task loss)."""
         corpus, split = self._corpus()
@@ -178,6 +190,10 @@ class Plan(StagePlan):
     def icl_point(self, wc: Any) -> list:
         """A params function: [series, revision, step] of the job's model (plan: ``icl_points``)."""
         return self.icl_points[wc.model]
+
+    def dtype(self, wc: Any) -> str:
+        """A params function: the weights' type of the job's model (its entry's dtype)."""
+        return self.study.model_dtype(wc.model)
 
     def max_length(self, wc: Any) -> int:
         """A params function: the job's model's max_length (its entry's, or the schema's default)."""

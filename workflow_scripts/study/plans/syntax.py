@@ -74,7 +74,7 @@ def plan(study: Study) -> Plan:
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Plan(StagePlan):
-    """The syntax stage's plan (``STUDY.syntax``), with the input functions of rules/syntax.smk."""
+    """The syntax stage's plan (``STUDY.syntax``), with the input and params functions of rules/syntax.smk."""
 
     analyses: ClassVar[tuple[Analysis, ...]] = ANALYSES
     stage: ClassVar[str] = STAGE
@@ -147,3 +147,43 @@ class Plan(StagePlan):
         if wc.probe == "distance_glove":
             inputs["glove"] = self.paths.data_table("glove", "vectors")
         return inputs
+
+    # --- the job's dump and token table: of its treebank and split, of the score split, of the coreference windows --
+
+    def dump_manifest(self, wc: Any) -> str:
+        """The dump of the job's subject and checkpoint on its treebank and split."""
+        return self.paths.dump_manifest(wc.model, wc.checkpoint, wc.treebank, wc.split)
+
+    def token_table(self, wc: Any) -> str:
+        """The token table of the job's subject on its treebank and split."""
+        return self.paths.token_table(wc.model, wc.treebank, wc.split)
+
+    def score_dump(self, wc: Any) -> str:
+        """The dump of the job's subject and checkpoint on its treebank's score split (syntax.score_split)."""
+        return self.paths.dump_manifest(wc.model, wc.checkpoint, wc.treebank, self._splits()[1])
+
+    def score_tokens(self, wc: Any) -> str:
+        """The token table of the job's subject on its treebank's score split (syntax.score_split)."""
+        return self.paths.token_table(wc.model, wc.treebank, self._splits()[1])
+
+    def coref_sentences(self, wc: Any) -> str:
+        """The data table of syntax.coref_treebank's split the job cuts into windows."""
+        return self.paths.data_table(self.study.config[STAGE]["coref_treebank"], wc.split)
+
+    def coref_mentions(self, wc: Any) -> str:
+        """The mentions table of syntax.coref_treebank's split the job cuts into windows."""
+        return self.paths.mentions_table(self.study.config[STAGE]["coref_treebank"], wc.split)
+
+    def coref_dump(self, wc: Any) -> str:
+        """The dump of the job's subject and checkpoint on the coreference windows' syntax.coref_split."""
+        return self.paths.dump_manifest(wc.model, wc.checkpoint, self.study.coref_corpus,
+                                        self.study.config[STAGE]["coref_split"])
+
+    def coref_tokens(self, wc: Any) -> str:
+        """The token table of the job's subject on the coreference windows' syntax.coref_split."""
+        return self.paths.token_table(wc.model, self.study.coref_corpus, self.study.config[STAGE]["coref_split"])
+
+    def probe_max_sentences(self, wc: Any) -> int | None:
+        """A params function: syntax.probe_max_train_sentences for the selection split, None (no cap) for another."""
+        syntax = self.study.config[STAGE]
+        return syntax["probe_max_train_sentences"] if wc.split == syntax["select_split"] else None
