@@ -3,11 +3,22 @@ section, so that a key the schema declares reaches the run and a key it does not
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+import jsonschema
 import pytest
 
 import workflow_scripts.finetune.tasks as tasks
+from support.resolved_config import typed
 from workflow_scripts.core.schema import section_properties
-from workflow_scripts.finetune.tasks import NOT_RUN_SETTINGS, RunSettings, run_setting_schemas, task_settings
+from workflow_scripts.finetune.tasks import (
+    NOT_RUN_SETTINGS,
+    RunSettings,
+    run_setting_schemas,
+    task_seeds,
+    task_settings,
+)
 
 
 def defaults() -> dict:
@@ -43,13 +54,47 @@ def test_settings_are_read_only_and_misspelt_names_are_errors():
     assert settings.replace(precision="bf16").precision == "bf16" and settings.precision == "fp32"
 
 
-def test_per_task_overrides_every_run_setting():
-    """finetune.per_task takes any run setting: its schema lists each one (a new option is added there too)."""
-    per_task = section_properties("finetune")["per_task"]["additionalProperties"]["properties"]
-    assert set(run_setting_schemas()) <= set(per_task)
-    for key, entry in run_setting_schemas().items():
-        assert {k: v for k, v in per_task[key].items() if k not in ("description", "default")} == \
-            {k: v for k, v in entry.items() if k not in ("description", "default")}, key
+def another_value(entry: dict) -> Any:
+    """A valid value of a setting other than its default, made from its schema entry (so that a new option is
+    tested with no new line here)."""
+    default = entry.get("default")
+    if "enum" in entry:
+        return next(value for value in entry["enum"] if value != default)
+    types = {entry["type"]} if isinstance(entry["type"], str) else set(entry["type"])
+    if "boolean" in types:
+        return not default
+    if "array" in types:
+        return sorted({*(default or []), entry["items"].get("minimum", 0) + 7})
+    base = default if default is not None else entry.get("minimum", entry.get("exclusiveMinimum", 0))
+    if "integer" in types:
+        return base + 1
+    return (base + entry["maximum"]) / 2 if "maximum" in entry else base * 2 if base else 1.0
+
+
+def test_per_task_takes_every_run_setting_and_overrides_the_global_value():
+    """finetune.per_task.TASK takes each run setting (and seeds), read from --config text as under finetune; that
+    task's runs get the value, the other tasks the global one, and the check fills nothing into the entry (a filled
+    in default would override the global value)."""
+    from workflow_scripts.study.checks import resolve_config
+
+    schemas = {key: entry for key, entry in section_properties("finetune").items()
+               if key not in ("tasks", "per_task", "threads", "mem_mb", "runtime")}
+    assert set(schemas) == set(run_setting_schemas()) | {"seeds"}
+    values = {key: another_value(entry) for key, entry in schemas.items()}
+    for key, value in values.items():
+        assert jsonschema.validators.validator_for(schemas[key])(schemas[key]).is_valid(value), (key, value)
+        assert value != schemas[key]["default"], key
+    text = ", ".join(f"{key}: {json.dumps(value)}" for key, value in values.items())
+    finetune = resolve_config([], [f"finetune={{per_task: {{cola: {{{text}}}}}}}"], semantics=False)["finetune"]
+    assert finetune["per_task"] == {"cola": values}
+    assert typed(finetune["per_task"]["cola"]) == typed(values)  # 4e-05 is a number, as under finetune
+
+    cola = task_settings(finetune, "cola", 128, marks_target_word=True)
+    global_settings = task_settings({**finetune, "per_task": {}}, "cola", 128, marks_target_word=True)
+    assert task_settings(finetune, "sst2", 128, marks_target_word=True) == global_settings
+    for key in run_setting_schemas():
+        assert cola[key] == values[key] != global_settings[key], key
+    assert task_seeds(finetune, "cola") == values["seeds"] and task_seeds(finetune, "sst2") == finetune["seeds"]
 
 
 def test_the_rules_params_carry_every_run_setting():

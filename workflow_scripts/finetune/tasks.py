@@ -12,12 +12,13 @@ import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..core.schema import section_properties
+from ..core.schema import NOT_PER_TASK, section_properties
 from ..data.registry import TASK_DISPLAY_NAMES
 
-# Keys of the 'finetune' section that say which runs exist and what a job may use, not what a run computes. Every
-# other key of the section is a run setting (RunSettings): a new option is its schema entry and the code that uses it.
-NOT_RUN_SETTINGS = ("tasks", "seeds", "per_task", "threads", "mem_mb", "runtime")
+# Keys of the 'finetune' section that say which runs exist and what a job may use, not what a run computes: those a
+# 'per_task' entry does not take (core/schema.py), and 'seeds', which it does (task_seeds). Every other key of the
+# section is a run setting (RunSettings): a new option is its schema entry and the code that uses it.
+NOT_RUN_SETTINGS = ("seeds", *NOT_PER_TASK)
 # Run settings only some tasks have: how WiC's target word is shown (task_settings drops it for the other tasks).
 TASK_SPECIFIC = ("wic_marking",)
 WIC_MARKINGS = ("none", "brackets", "prefix")
