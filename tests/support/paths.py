@@ -23,7 +23,7 @@ def minilm_dir() -> Path | None:
     use it rather than skipping them.
     """
     from workflow_scripts.core.errors import AtlasError
-    from workflow_scripts.models.cards import package_model_dir
+    from workflow_scripts.models.locations import package_model_dir
 
     try:
         # The folder the package ships its model in: models.NAME.subdir as config.yaml's entry takes it.

@@ -32,8 +32,8 @@ def models_table(smk: Any) -> None:
 
 @entry_point("pretrained_checkpoint")
 def pretrained_checkpoint(smk: Any) -> None:
-    from ..models.cards import model_location
     from ..models.checkpoints import make_pretrained
+    from ..models.locations import model_location
 
     entry = dict(smk.params.entry)
     make_pretrained(smk.wildcards.model, model_location(smk.wildcards.model, entry),
@@ -42,8 +42,8 @@ def pretrained_checkpoint(smk: Any) -> None:
 
 @entry_point("random_checkpoint")
 def random_checkpoint(smk: Any) -> None:
-    from ..models.cards import model_location
     from ..models.checkpoints import make_random
+    from ..models.locations import model_location
 
     entry = dict(smk.params.entry)
     make_random(smk.wildcards.model, model_location(smk.wildcards.model, entry), Path(smk.output[0]).parent,

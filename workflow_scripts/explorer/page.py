@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from ..core.io import atomic_path, read_csv
+from ..models.shape import ModelShape
 from .example_maps import example_maps
 from .head_tables import (
     PRETRAINED,
     RANDOM,
-    ModelShape,
     change_section,
     cluster_section,
     coreference_section,
@@ -38,7 +38,7 @@ from .head_tables import (
     dependency_section,
     is_decoder,
     lexical_section,
-    model_shape,
+    models_table_shape,
     pattern_section,
     surface_section,
 )
@@ -116,7 +116,7 @@ def explorer_data(model: str, tables: Mapping[str, str | Path | None], *,
     ``examples``: the example maps (:func:`workflow_scripts.explorer.example_maps.example_maps`);
     ``head_measures``: the declared per-head columns that colour the grid too (study/plans/declarations.py).
     """
-    shape = model_shape(tables["models"], model)
+    shape = models_table_shape(tables["models"], model)
     measures: list[dict] = []
     sections: dict[str, Any] = {}
     built = {

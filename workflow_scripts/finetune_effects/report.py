@@ -29,8 +29,8 @@ from ..report.formatting import (
     found_row,
     int_text,
     join_text,
+    layers_and_heads,
     missing_row,
-    model_shape,
     p_text,
     pct,
     task_order,
@@ -158,7 +158,7 @@ def _lexical_layers(item: PaperItem, model: str, tables: StudyTables, ctx: Study
     if rows is None:
         return [missing_row(why)]
     rows = rows[rows["category"].astype(str) == category]
-    layers, _ = model_shape(tables, model)
+    layers, _ = layers_and_heads(tables, model)
     depth = f"the model has {layers} layers (paper: 12)" if layers and layers != 12 else ""
     out = []
     for (task, checkpoint), part in rows.groupby([rows["task"].astype(str), rows["checkpoint"].astype(str)]):

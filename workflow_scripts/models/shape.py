@@ -2,11 +2,12 @@
 size, vocabulary, positions, and its parameters where they were counted.
 
 Made from a ``config.json`` (or a transformers config) whatever the model type calls each number (:data:`KEYS`:
-BERT's ``num_hidden_layers``, GPT-2's ``n_layer``, DistilBERT's ``n_layers``, T5's ``num_layers``), from the
-configs ``models/known_configs.py`` records where none is local (``recorded_shape``), or from the hub
-(:func:`hub_config`, the one probe of the hub the plan makes). The plan's sizes, time and GPU memory
-(``study/forecast/``: ``sizes.py``, ``timing.py``, ``memory.py``) and the folder checks (``folder_check.py``) read
-it. A folder's parameters are counted from its safetensors headers (:func:`parameter_count`), read by the
+BERT's ``num_hidden_layers``, GPT-2's ``n_layer``, DistilBERT's ``n_layers``, T5's ``num_layers``; a model card's
+and tables/models.csv's ``num_layers`` and ``num_heads``). Which config.json a model has is found in one order by
+``model_config.py`` (:func:`~.model_config.find_config`: local, recorded, then the hub through :func:`hub_config`,
+the one probe of the hub the plan makes). The plan's sizes, time and GPU memory (``study/forecast/``: ``sizes.py``,
+``timing.py``, ``memory.py``), the folder checks (``folder_check.py``) and the head explorer read it.
+A folder's parameters are counted from its safetensors headers (:func:`parameter_count`), read by the
 safetensors library without reading a tensor; the plan counts a config's on the meta device (``forecast/memory.py``).
 """
 
@@ -80,6 +81,11 @@ class ModelShape:
     def layers_heads(self) -> tuple[int, int] | None:
         """(layers, heads), None unless both are known: what a dump's size needs."""
         return (self.layers, self.heads) if self.layers and self.heads else None
+
+    @property
+    def head_count(self) -> int:
+        """Layers x heads: the number of the model's heads (0 where either is unknown)."""
+        return (self.layers or 0) * (self.heads or 0)
 
     @property
     def mlm_head(self) -> bool | None:

@@ -99,7 +99,7 @@ def input_text(protocol: str) -> str:
     return "input: " + " / ".join(INPUT_PROTOCOLS.get(p.strip(), p.strip()) for p in protocol.split(","))
 
 
-def model_shape(tables: StudyTables, model: str) -> tuple[int | None, int | None]:
+def layers_and_heads(tables: StudyTables, model: str) -> tuple[int | None, int | None]:
     """(layers, heads) of ``model`` from models.csv (one row per model card, keyed by ``name``)."""
     frame = tables.get("models")
     if frame is None or "name" not in frame.columns:

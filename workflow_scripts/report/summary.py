@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..core.figures import save_figure
 from ..core.stages import STAGES
-from .formatting import input_protocol, input_text, model_shape
+from .formatting import input_protocol, input_text, layers_and_heads
 from .items import StudyContext, StudyTables, SummaryPanel
 from .paper_values import read_paper_items
 from .registry import panels as declared_panels
@@ -87,7 +87,7 @@ def summary_figure(model: str, tables: Mapping[str, str | Path | None],
     items = read_paper_items(paper_values)
     study = StudyTables(tables, absent)
     panels = declared_panels(stages)
-    layers, heads = model_shape(study, model)
+    layers, heads = layers_and_heads(study, model)
     rows = max(2, 1 + max((grid_position(k)[0] for k in panels), default=0))
     figure, axes = plt.subplots(rows, COLUMNS, figsize=FIGSIZE, squeeze=False)
     states = {}

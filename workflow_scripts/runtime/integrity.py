@@ -20,7 +20,6 @@ jobs. The Snakefile makes this check in its main process, in dry runs too: a dry
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 from ..attention.shards import RECORD_DIR, shard_names, shard_record_path
 from ..core.errors import AtlasError
 from ..core.file_records import DIGESTS, damage_markers, file_problem, mark_damaged, seal_problem
+from ..core.json_files import read_json_object
 from ..models.checkpoints import MANIFEST, OWN_KINDS, WEIGHTS, parse_checkpoint_name, weights_problem
 
 
@@ -67,14 +67,6 @@ def withdraw(damage: list[Damage]) -> None:
             mark_damaged(item.file, item.problem, remove=item.withdraw, target=item.target)
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        value = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def dump_damage(directory: Path, shard_count: int, token_table: str | None = None) -> list[Damage]:
     """The damage of one dump. ``token_table``: where this study's token table of the dump is (the path in the
     shards' records is the one of the folder they were extracted in, which a copied folder does not share)."""
@@ -84,7 +76,7 @@ def dump_damage(directory: Path, shard_count: int, token_table: str | None = Non
     found: list[Damage] = []
     entries: dict[str, Any] = {}
     if manifest_path.exists():
-        manifest = _read_json(manifest_path)
+        manifest = read_json_object(manifest_path)
         if manifest is None:
             return [Damage(manifest_name, "the dump's manifest is unreadable", manifest_name)]
         entries = {entry.get("file"): entry for entry in manifest.get("shards", [])}
@@ -97,7 +89,7 @@ def dump_damage(directory: Path, shard_count: int, token_table: str | None = Non
                                            "shard refused): it is gathered again", manifest_name))
     for name in names:
         shard, record_path = directory / name, shard_record_path(directory, name)
-        record = _read_json(record_path)
+        record = read_json_object(record_path)
         vouchers = (str(record_path), manifest_name)
         if record is None:
             if shard.exists() or entries:
@@ -139,7 +131,7 @@ def _token_table_damage(record: dict[str, Any], shard: Path, table: str | None) 
 
 
 def checkpoint_damage(record_path: Path) -> list[Damage]:
-    record = _read_json(record_path)
+    record = read_json_object(record_path)
     path = str(record_path)
     if record is None:
         return [Damage(path, "the checkpoint's record is unreadable", path)]

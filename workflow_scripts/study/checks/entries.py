@@ -20,12 +20,12 @@ from ...data.registry import FIXED_CORPORA
 from ...data.text_files import open_text
 
 
-def entry_problems(config: dict[str, Any]) -> list[str]:
-    """Every problem of the entries and of the names that select them (empty when all is well)."""
+def entry_problems(config: dict[str, Any], corpora: Corpora) -> list[str]:
+    """Every problem of the entries and of the names that select them (empty when all is well); ``corpora``: the
+    config's, built once by the check."""
     problems = _name_problems(config)
     if problems:
         return problems
-    corpora = Corpora(config)
     for name in config["study"]["treebanks"]:
         problems += _treebank_problems(corpora, name)
     for name in config["study"]["tasks"]:

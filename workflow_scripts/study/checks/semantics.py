@@ -13,8 +13,9 @@ from typing import Any
 from ...attention.stanza_annotator import stanza_model_problems
 from ...core.errors import AtlasError, ConfigError
 from ...data.corpora import Corpora
-from ...models.cards import length_excess, local_position_limit, model_location, undeclared_attention
+from ...models.cards import length_excess, local_position_limit, undeclared_attention
 from ...models.folder_check import folder_problem
+from ...models.locations import model_location
 from .entries import entry_problems
 from .names import keyed_name_problems
 from .selections import selected_corpora
@@ -44,11 +45,12 @@ def check_semantics(config: dict[str, Any], *, gpu_memory: bool = True) -> None:
         problems += _family_problems(config, name)
     # Names keyed by corpus or task (attention.max_examples, finetune.per_task, ...), with the closest name.
     problems += keyed_name_problems(config)
-    problems += entry_problems(config)
+    corpora = Corpora(config)  # once: the entries' checks and the offline ones read it
+    problems += entry_problems(config, corpora)
     problems += _annotation_problems(config)
     problems += _category_problems(config)
     if config["offline"] and not problems:
-        problems += _offline_problems(config)
+        problems += _offline_problems(config, corpora)
     if gpu_memory and config["gpu_memory_gb"] and not problems:
         from ..forecast.memory import gpu_memory_problems  # imports torch: only where a GPU's memory is declared
 
@@ -169,10 +171,9 @@ def _category_problems(config: dict[str, Any]) -> list[str]:
              "in both 'content' and 'function'; a tag belongs to one category at most")]
 
 
-def _offline_problems(config: dict[str, Any]) -> list[str]:
+def _offline_problems(config: dict[str, Any], corpora: Corpora) -> list[str]:
     problems = []
     mirror = config["mirror"]
-    corpora = Corpora(config)
     needs_mirror = [c for c in selected_corpora(config) if not corpora.is_local(c)]
     if not mirror and needs_mirror:
         return [("'offline' is true but config key 'mirror' is not set: give the local data mirror with "

@@ -139,11 +139,15 @@ def gpu_estimates(config: dict[str, Any], model: str, shape: ModelShape, tasks: 
 
 
 def model_config(name: str, entry: dict[str, Any]) -> Any | None:
-    """A model's transformers config without network (models/known_configs.config_here); None where none is here."""
-    from ...models.known_configs import config_here
+    """A model's transformers config without network (models/model_config.py: its local config.json, else the
+    recorded one); None where neither is here."""
+    from ...models.model_config import find_config
 
-    found = config_here(name, entry)
-    return None if found is None else found[0]
+    found = find_config(name, entry)
+    try:
+        return found.transformers_config() if found.found else None
+    except ValueError:  # a config.json transformers cannot read: its jobs are not estimated
+        return None
 
 
 def study_estimates(config: dict[str, Any]) -> tuple[dict[str, tuple[ModelShape, list[Estimate]]], list[str]]:

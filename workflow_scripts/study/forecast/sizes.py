@@ -8,16 +8,15 @@ offline study, below, each with its source. Nothing else is guessed: the rest is
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from ...core.json_files import read_json_object
 from ...core.subjects import base_model
 from ...data.corpora import WINDOW_SUFFIX
-from ...models.cards import model_location
-from ...models.known_configs import recorded_shape
-from ...models.shape import ModelShape, hub_config, may_ask_hub
+from ...models.known_configs import RECORDED
+from ...models.model_config import find_config
+from ...models.shape import ModelShape, may_ask_hub
 from ..model import Study
 
 # Bytes on disk per float16 attention value, by attention.compression: measured on the 1000-segment wiki
@@ -97,46 +96,25 @@ def split_size(study: Study, corpus: str, split: str) -> tuple[int | None, str]:
     return size, "release size" if size is not None else "unknown"
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def model_shape(study: Study, model: str, *, network: bool) -> ModelShape:
-    """The shape of a study model (models/shape.py): its card in the results, its local config.json (folder,
-    package, hub cache), the known hub models, or the hub itself (network allowed and not offline)."""
+    """The shape of a study model (models/shape.py): its card in the results (the numbers its job loaded), else its
+    config from the first source models/model_config.py finds (local config.json, the recorded configs, the hub
+    where allowed: network given and the study not offline)."""
     entry = study.config["models"][model]
-    hub = entry.get("hub")
-    if hub:
-        from huggingface_hub import try_to_load_from_cache
-
-        found = try_to_load_from_cache(hub, "config.json", revision=entry.get("revision"))
-        config_file = Path(found) if isinstance(found, str) else None
-    else:
-        config_file = Path(model_location(model, entry)) / "config.json"
-    config = (_read_json(config_file) if config_file else None) or {}
-    card = _read_json(Path(study.results) / "models" / model / "model.json")
+    hub_allowed = may_ask_hub(network=network, offline=study.offline)
+    local = find_config(model, entry)
+    card = read_json_object(Path(study.results) / "models" / model / "model.json")
     if card and card.get("num_layers") and card.get("num_heads"):
         # The card's numbers are those its job loaded; the config.json here says whether the weights have a
         # masked-LM head and, with the card, what the model type is.
+        config = local.keys if local.found and local.source != RECORDED else {}
         model_type = config.get("model_type") or card.get("model_type")
         keys = {**card, "model_type": model_type, "architectures": config.get("architectures")}
         return ModelShape.from_config(keys, source="model card")
-    shape = ModelShape.from_config(config, source="config.json")
-    if shape.layers_heads:
-        return shape
-    recorded = recorded_shape(hub)  # a revision has the model's architecture
-    if recorded is not None:
-        return recorded
-    if hub and may_ask_hub(network=network, offline=study.offline):
-        try:
-            return ModelShape.from_config(hub_config(hub, entry.get("revision")), source="hub config.json")
-        except Exception as exc:  # noqa: BLE001 - no network or no such model: the plan says unknown
-            why = f"the hub did not answer: {type(exc).__name__}"
-            return ModelShape(source=f"unknown (needs the model's config; {why})")
-    return ModelShape(source="unknown (needs the model's config)")
+    found = local if local.found or not hub_allowed else find_config(model, entry, hub_allowed=True)
+    if found.found:
+        return found.shape()
+    return ModelShape(source=f"unknown (needs the model's config; {found.source})")
 
 
 def token_table_t2(study: Study, model: str, corpus: str, split: str, *, causal: bool = False) -> int | None:

@@ -34,10 +34,10 @@ from typing import Any
 
 from ...attention.shard_writer import DIGEST as SHARD_DIGEST
 from ...core.file_records import file_digest
-from ...models.cards import model_location
 from ...models.families import from_config, load_pretrained
-from ...models.known_configs import config_here
-from ...models.shape import hub_config, may_ask_hub
+from ...models.locations import model_location
+from ...models.model_config import find_config
+from ...models.shape import may_ask_hub
 from ..model import Study
 
 # On a CPU the time per example hardly depends on the batch (bert-base, 128 tokens, one thread: 0.27-0.33
@@ -234,23 +234,16 @@ def storage_rate(folder: str | Path, *, size: int = STORAGE_BYTES, chunk: int = 
 
 
 def model_config(study: Study, model: str, *, network: bool) -> tuple[Any, str]:
-    """A model's config and where it comes from: its local config.json (folder, package, hub cache), the known
-    hub models, or the hub (network allowed); NotTimed when none has it."""
-    entry = study.config["models"][model]
-    hub = entry.get("hub")
-    found = config_here(model, entry)
-    if found is not None:
-        return found
-    if not hub:
-        raise NotTimed(f"no config.json in {model_location(model, entry)}")
-    if not may_ask_hub(network=network, offline=study.offline):
-        raise NotTimed(f"no config.json of {hub} in the hub cache, and the hub is not asked offline or with "
-                       "--no-network")
+    """A model's transformers config and where it comes from (models/model_config.py: its local config.json, the
+    recorded configs, or the hub where allowed); NotTimed when none has it."""
+    found = find_config(model, study.config["models"][model],
+                        hub_allowed=may_ask_hub(network=network, offline=study.offline))
+    if not found.found:
+        raise NotTimed(found.source)
     try:
-        return hub_config(hub, entry.get("revision")), "its config.json from the hub"
-    except Exception as exc:  # noqa: BLE001 - no network or no such model: not timed, and why
-        raise NotTimed(f"no config.json of {hub} in the hub cache, and the hub did not give it "
-                       f"({type(exc).__name__})") from exc
+        return found.transformers_config(), found.source
+    except ValueError as error:
+        raise NotTimed(str(error)) from error
 
 
 @contextmanager
