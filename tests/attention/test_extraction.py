@@ -17,7 +17,7 @@ from support.tiny_dumps import tiny_dump as _dump
 from support.tiny_dumps import whitespace_annotation as _whitespace_annotation
 from support.tiny_models import write_manifest
 from workflow_scripts.attention.annotate import build_annotation
-from workflow_scripts.attention.extract import extract_attention, length_batches, shard_batches
+from workflow_scripts.attention.extract import extract_attention, shard_batches
 from workflow_scripts.attention.reader import AttentionDump, CorruptShardError
 from workflow_scripts.attention.shards import (
     RECORD_DIR,
@@ -28,6 +28,7 @@ from workflow_scripts.attention.shards import (
 from workflow_scripts.attention.signals import forward_attentions
 from workflow_scripts.attention.texts import TEXT
 from workflow_scripts.attention.tokens import build_token_table, token_words
+from workflow_scripts.core.batches import length_batches
 from workflow_scripts.core.errors import AtlasError
 from workflow_scripts.core.file_records import (
     GrowingFileDigest,
@@ -163,7 +164,7 @@ def test_a_model_without_attention_weights_is_refused(tiny_bert):
 
 def test_batches_group_similar_lengths_and_respect_the_token_budget():
     lengths = np.array([5, 50, 6, 49, 7, 48, 8])
-    batches = length_batches(lengths, batch_size=3, max_batch_tokens=100)
+    batches = length_batches(lengths, max_items=3, max_total=100)
     assert sorted(np.concatenate(batches).tolist()) == list(range(7))
     for batch in batches:
         assert len(batch) <= 3 and lengths[batch].max() * len(batch) <= 100

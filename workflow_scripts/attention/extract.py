@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..core.batches import length_batches
 from ..core.errors import AtlasError
 from ..core.file_records import file_entry, write_sealed_json
 from ..core.io import read_metadata
@@ -57,26 +58,10 @@ TIMINGS = ("forward pass", "signal computation", "waiting for the model", "waiti
            "closing shards", "shard digest")
 
 
-def length_batches(lengths: np.ndarray, batch_size: int, max_batch_tokens: int) -> list[np.ndarray]:
-    """Indices grouped into batches of similar length, so that little compute goes to padding."""
-    order = np.argsort(lengths, kind="stable")
-    batches: list[np.ndarray] = []
-    current: list[int] = []
-    for index in order:
-        longest = lengths[index]  # ascending order: the newest example is the longest
-        if current and (len(current) + 1 > batch_size or longest * (len(current) + 1) > max_batch_tokens):
-            batches.append(np.asarray(current))
-            current = []
-        current.append(int(index))
-    if current:
-        batches.append(np.asarray(current))
-    return batches
-
-
 def shard_batches(lengths: np.ndarray, index: int, n_shards: int, batch_size: int, max_batch_tokens: int
                   ) -> list[np.ndarray]:
-    """Shard ``index``'s batches (length_batches within the shard's positions, shard_bounds), as positions in the
-    data table, in the order extraction computes and stores them."""
+    """Shard ``index``'s batches (core/batches.length_batches, by tokens, within the shard's positions,
+    shard_bounds), as positions in the data table, in the order extraction computes and stores them."""
     bounds = shard_bounds(len(lengths), n_shards)
     lo, hi = int(bounds[index]), int(bounds[index + 1])
     return [batch + lo for batch in length_batches(lengths[lo:hi], batch_size, max_batch_tokens)]

@@ -92,7 +92,7 @@ def make_probe(kind: str, num_features: int, vector_dim: int):
 def sentence_batches(sentences: Sequence[ProbeSentence], max_sentences: int, max_cells: int = MAX_CELLS
                      ) -> list[np.ndarray]:
     """Positions of ``sentences`` in batches of similar length (:func:`length_batches`)."""
-    return length_batches(np.array([len(s.gold) for s in sentences]), max_sentences, max_cells)
+    return length_batches((np.array([len(s.gold) for s in sentences]) + 1) ** 2, max_sentences, max_cells)
 
 
 class FeatureSource:
