@@ -216,7 +216,8 @@ def test_plain_names_pass(name):
 
 
 def test_every_checked_key_is_in_the_schema_and_the_models_pattern_is_the_checks(schema):
-    from workflow_scripts.study.checks.path_names import DOWNLOAD_URLS, NAMED, PATH_NAME
+    from workflow_scripts.study.checks.path_names import DOWNLOAD_URLS, NAMED
+    from workflow_scripts.study.paths import PATH_NAME
 
     missing = [named.key for named in NAMED if not _in_schema(schema, named.key)]
     assert missing in ([], ["explorer.task"]), missing  # explorer: its own section, where the workflow has it

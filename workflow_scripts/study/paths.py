@@ -7,11 +7,16 @@ model build the same paths from one place: no rule file spells a results path by
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..attention.shards import RECORD_DIR
 from ..core.subjects import base_model
 from ..finetune.tasks import checkpoint_name
+
+# One folder or file name: what every config name that becomes part of a path may be (checks/path_names.py; the
+# schema's 'models' propertyNames says the same).
+PATH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import ConfigError
-from .checks.path_names import PATH_NAME
+from .paths import PATH_NAME
 
 # 'step143000', 'step-1000', 'step1000-tokens4B' (OLMo): the number after 'step'; otherwise the revision's first
 # number ('global_step20', 'ckpt-500'); a revision with no number has no step (the figure then uses its order).

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-# One folder or file name: what every name below may be (the schema's 'models' propertyNames says the same).
-PATH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+from ..paths import PATH_NAME
+
 # A hub dataset id as the hub writes it: NAME or OWNER/NAME; its one '/' makes two folders of the mirror path.
 HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
 
