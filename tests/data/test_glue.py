@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from support.entries import TASKS, UD
-from support.source_files import no_partials, write
+from support.source_files import input_error, no_partials, write
 from workflow_scripts.core import io as atlas_io
 from workflow_scripts.core.errors import InputFormatError, SourceUnavailableError
 from workflow_scripts.core.io import read_metadata
@@ -124,13 +124,12 @@ def test_wrong_column_count_names_file_and_line(tmp_path):
                  "index\tsentence1\tsentence2\tlabel\n"
                  "0\tA.\tB.\tentailment\n"
                  "1\tA tab\tinside.\tB.\tentailment\n")
-    with pytest.raises(InputFormatError) as info:
-        parse_glue_tsv("rte", path)
-    message = str(info.value)
+    error = input_error(parse_glue_tsv, "rte", path)
+    message = str(error)
     assert str(path) in message
     assert "line 3" in message
     assert "expected 4 tab-separated columns, found 5" in message
-    assert info.value.line == 3
+    assert error.line == 3
 
 
 def test_cola_wrong_column_count(tmp_path):
@@ -145,9 +144,8 @@ def test_missing_label_names_line(tmp_path):
                  f"{STSB_HEADER}\n"
                  "0\tg\tf\ty\to\tn\tn\tA man.\tA guy.\t5.000\n"
                  "1\tg\tf\ty\to\tn\tn\tA man.\tA guy.\t\n")
-    with pytest.raises(InputFormatError) as info:
-        parse_glue_tsv("stsb", path)
-    assert f"{path}, line 3: missing label in column 'score'" in str(info.value)
+    message = str(input_error(parse_glue_tsv, "stsb", path))
+    assert f"{path}, line 3: missing label in column 'score'" in message
 
 
 def test_missing_label_classification(tmp_path):
@@ -168,18 +166,15 @@ def test_missing_label_classification(tmp_path):
 ])
 def test_label_outside_label_set(tmp_path, task, text, bad_line, fragment):
     path = write(tmp_path / f"{task}_bad.tsv", text)
-    with pytest.raises(InputFormatError) as info:
-        parse_glue_tsv(task, path)
-    message = str(info.value)
+    message = str(input_error(parse_glue_tsv, task, path))
     assert message.startswith(f"{path}, line {bad_line}: ")
     assert fragment in message
 
 
 def test_unicode_digit_label_is_an_input_error(tmp_path):
     path = write(tmp_path / "sst_sup.tsv", "sentence\tlabel\nfine .\t\u00b2\n")
-    with pytest.raises(InputFormatError) as info:
-        parse_glue_tsv("sst2", path)
-    assert str(info.value).startswith(f"{path}, line 2: ")
+    message = str(input_error(parse_glue_tsv, "sst2", path))
+    assert message.startswith(f"{path}, line 2: ")
 
 
 # An empty file (a headerless CoLA file of blank lines too) names the file, and the line where it can.
@@ -190,9 +185,8 @@ def test_unicode_digit_label_is_an_input_error(tmp_path):
 ])
 def test_an_empty_file_is_an_input_error_naming_it(tmp_path, task, text, begins):
     path = write(tmp_path / f"{task}_empty.tsv", text)
-    with pytest.raises(InputFormatError) as info:
-        parse_glue_tsv(task, path)
-    assert str(info.value).startswith(f"{path}{begins}")
+    message = str(input_error(parse_glue_tsv, task, path))
+    assert message.startswith(f"{path}{begins}")
 
 
 def test_header_only_file(tmp_path):
@@ -204,9 +198,7 @@ def test_header_only_file(tmp_path):
 
 def test_header_missing_column(tmp_path):
     path = write(tmp_path / "rte_nolabel.tsv", "index\tsentence1\tsentence2\n0\tA.\tB.\n")
-    with pytest.raises(InputFormatError) as info:
-        parse_glue_tsv("rte", path)
-    message = str(info.value)
+    message = str(input_error(parse_glue_tsv, "rte", path))
     assert message.startswith(f"{path}, line 1: header lacks column(s) ['label']")
     assert "RTE" in message
 

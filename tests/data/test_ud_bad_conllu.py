@@ -3,12 +3,11 @@ forms that do not spell the text, sentences that are not a tree)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from support.conllu import mwt, tok, write_conllu
 from support.entries import UD, UD_SOURCE
+from support.source_files import input_error
 from workflow_scripts.core.errors import InputFormatError
 from workflow_scripts.data.build import build_mentions
 from workflow_scripts.data.ud import parse_conllu
@@ -30,10 +29,9 @@ def test_head_out_of_range_names_word_line(tmp_path):
         tok(2, "head", head=7, deprel="root", misc="SpaceAfter=No"),
         tok(3, ".", head=2, deprel="punct"),
     ])
-    with pytest.raises(InputFormatError) as info:
-        parse_conllu(path)
-    assert info.value.line == 10
-    assert str(info.value).startswith(f"{path}, line 10: HEAD 7 of word 2 is not a word of this sentence (1..3)")
+    error = input_error(parse_conllu, path)
+    assert error.line == 10
+    assert str(error).startswith(f"{path}, line 10: HEAD 7 of word 2 is not a word of this sentence (1..3)")
 
 
 @pytest.mark.parametrize("head", ["_", "-1"])
@@ -43,9 +41,8 @@ def test_missing_or_negative_head(tmp_path, head):
         tok(1, "No", head=2, deprel="det"),
         tok(2, "head", head=head, deprel="root"),
     ])
-    with pytest.raises(InputFormatError) as info:
-        parse_conllu(path)
-    assert str(info.value).startswith(f"{path}, line 3: HEAD ")
+    message = str(input_error(parse_conllu, path))
+    assert message.startswith(f"{path}, line 3: HEAD ")
 
 
 def test_non_numeric_head_names_file_and_line(tmp_path):
@@ -58,13 +55,12 @@ def test_non_numeric_head_names_file_and_line(tmp_path):
         tok(1, "X", head=2, deprel="det"),
         tok(2, "head", head="x", deprel="root"),
     ])
-    with pytest.raises(InputFormatError) as info:
-        parse_conllu(path)
-    message = str(info.value)
+    error = input_error(parse_conllu, path)
+    message = str(error)
     assert str(path) in message
     # The sentence block starts on line 4; its bad word is on line 7.
-    assert info.value.line in (4, 7)
-    assert f"line {info.value.line}:" in message
+    assert error.line in (4, 7)
+    assert f"line {error.line}:" in message
 
 
 def test_form_not_matching_text(tmp_path):
@@ -75,9 +71,7 @@ def test_form_not_matching_text(tmp_path):
         tok(2, "World", head=1, deprel="vocative", misc="SpaceAfter=No"),
         tok(3, ".", head=1, deprel="punct"),
     ])
-    with pytest.raises(InputFormatError) as info:
-        parse_conllu(path)
-    message = str(info.value)
+    message = str(input_error(parse_conllu, path))
     assert message.startswith(f"{path}, line 4: token 'World' does not follow at character 6")
     assert "'# text'" in message
 
@@ -103,17 +97,15 @@ def test_sentence_without_words(tmp_path):
         "# sent_id = s2",
         "# text = ",
     ])
-    with pytest.raises(InputFormatError) as info:
-        parse_conllu(path)
-    assert str(info.value).startswith(f"{path}, line 4: sentence has no word lines")
+    message = str(input_error(parse_conllu, path))
+    assert message.startswith(f"{path}, line 4: sentence has no word lines")
 
 
 def test_file_without_sentences(tmp_path):
     path = tmp_path / "blank.conllu"
     path.write_text("\n\n  \n", encoding="utf-8")
-    with pytest.raises(InputFormatError) as info:
-        parse_conllu(path)
-    assert str(info.value).startswith(f"{path}: no sentences found")
+    message = str(input_error(parse_conllu, path))
+    assert message.startswith(f"{path}: no sentences found")
 
 
 def test_token_line_with_too_few_columns(tmp_path):
@@ -122,10 +114,9 @@ def test_token_line_with_too_few_columns(tmp_path):
         tok(1, "Too", head=2, deprel="advmod"),
         "2\tshort\tshort\tADJ\tJJ",
     ])
-    with pytest.raises(InputFormatError) as info:
-        parse_conllu(path)
-    assert str(path) in str(info.value)
-    assert "line " in str(info.value)
+    message = str(input_error(parse_conllu, path))
+    assert str(path) in message
+    assert "line " in message
 
 
 # --- not a tree: cycles, missing and extra roots (each names file, line, sent_id and fix) ------
@@ -133,12 +124,6 @@ def test_token_line_with_too_few_columns(tmp_path):
 OK_SENTENCE = ["# sent_id = ok1", "# text = Fine here.", tok(1, "Fine", head=0, deprel="root"),
                tok(2, "here", head=1, deprel="advmod", misc="SpaceAfter=No"), tok(3, ".", head=1, deprel="punct"),
                ""]
-
-
-def bad_tree_error(path: Path) -> InputFormatError:
-    with pytest.raises(InputFormatError) as info:
-        parse_conllu(path)
-    return info.value
 
 
 def test_head_cycle_names_a_word_of_the_cycle(tmp_path):
@@ -152,7 +137,7 @@ def test_head_cycle_names_a_word_of_the_cycle(tmp_path):
         tok(4, "d", head=2, deprel="dep"),             # line 12
         tok(5, "e", head=4, deprel="dep"),             # line 13
     ])
-    error = bad_tree_error(path)
+    error = input_error(parse_conllu, path)
     assert error.path == path and error.line == 10  # word 2, the cycle's first word in the file
     message = str(error)
     assert message.startswith(f"{path}, line 10: sentence 'loop-7': the HEADs of words 2 -> 3 -> 4 -> 2 "
@@ -167,7 +152,7 @@ def test_word_that_is_its_own_head_is_a_cycle(tmp_path):
         tok(1, "x", head=0, deprel="root"),
         tok(2, "y", head=2, deprel="dep"),             # line 4
     ])
-    error = bad_tree_error(path)
+    error = input_error(parse_conllu, path)
     assert error.line == 4
     assert "sentence 'me': the HEADs of words 2 -> 2 form a cycle" in str(error)
 
@@ -180,7 +165,7 @@ def test_sentence_without_root_names_its_first_line(tmp_path):
         tok(1, "p", head=2, deprel="dep"),
         tok(2, "q", head=1, deprel="dep"),
     ])
-    error = bad_tree_error(path)
+    error = input_error(parse_conllu, path)
     assert error.line == 7
     message = str(error)
     assert message.startswith(f"{path}, line 7: sentence 'rootless' has no root (no word has HEAD 0)")
@@ -195,7 +180,7 @@ def test_two_roots_names_the_second_root(tmp_path, n_roots):
         "# text = r s t u",
         *(tok(i + 1, form, head=h, deprel="dep") for i, (form, h) in enumerate(zip("rstu", heads))),
     ])                                                 # words 1..4 on lines 9..12
-    error = bad_tree_error(path)
+    error = input_error(parse_conllu, path)
     assert error.line == 11  # word 3, the second word with HEAD 0
     ids = "1, 3" if n_roots == 2 else "1, 3, 4"
     message = str(error)
@@ -209,7 +194,7 @@ def test_bad_tree_without_sent_id_uses_generated_id(tmp_path):
         tok(1, "p", head=0, deprel="root"),
         tok(2, "q", head=0, deprel="root"),            # line 9
     ])
-    error = bad_tree_error(path)
+    error = input_error(parse_conllu, path)
     assert str(error).startswith(f"{path}, line 9: sentence 'anon-2' has 2 roots")
 
 
@@ -241,7 +226,7 @@ def test_non_integer_head_names_token_line_value_and_fix(tmp_path, head):
         tok(1, "X", head=2, deprel="det"),
         tok(2, "head", head=head, deprel="root"),      # line 10
     ])
-    error = bad_tree_error(path)
+    error = input_error(parse_conllu, path)
     assert error.line == 10
     message = str(error)
     assert message.startswith(f"{path}, line 10: HEAD {head!r} of token 2 is not an integer")
@@ -254,7 +239,7 @@ def test_unparsable_id_names_token_line(tmp_path):
         tok(1, "A", head=0, deprel="root"),
         tok("2x", "b", head=1, deprel="dep"),          # line 9
     ])
-    error = bad_tree_error(path)
+    error = input_error(parse_conllu, path)
     assert error.line == 9
     assert str(error).startswith(f"{path}, line 9: unreadable CoNLL-U sentence")
     assert "'2x'" in str(error)
@@ -272,7 +257,7 @@ def test_word_ids_must_run_from_one_in_order(tmp_path, ids, bad_line, found, exp
         "# text = " + " ".join(forms),
         *(tok(i, f, head=0 if n == 0 else 1, deprel="dep") for n, (i, f) in enumerate(zip(ids, forms))),
     ])                                                 # word lines start at line 3
-    error = bad_tree_error(path)
+    error = input_error(parse_conllu, path)
     assert error.line == bad_line
     assert str(error).startswith(f"{path}, line {bad_line}: word ID {found} where {expected} was expected "
                                  "in sentence 'ids'")
@@ -288,8 +273,6 @@ def test_a_form_of_whitespace_alone_is_named_as_such(tmp_path):
         tok(2, "\u00a0", head=1, deprel="dep"),
         tok(3, "form", head=1, deprel="dep"),
     ])
-    with pytest.raises(InputFormatError) as info:
-        parse_conllu(path)
-    message = str(info.value)
+    message = str(input_error(parse_conllu, path))
     assert message.startswith(f"{path}, line 3: the FORM column holds only whitespace (U+00A0)"), message
     assert "must agree" not in message and "put the word's characters in FORM" in message

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from support.entries import WIC_RELEASE
-from support.source_files import no_partials, write
+from support.source_files import input_error, no_partials, write
 from workflow_scripts.core.errors import InputFormatError, SourceUnavailableError
 from workflow_scripts.core.io import read_metadata
 from workflow_scripts.data.build import build_wic
@@ -59,9 +59,7 @@ def test_wic_crlf(tmp_path):
 def test_wic_gold_count_mismatch(tmp_path):
     data = write(tmp_path / "dev.data.txt", WIC_DATA)
     gold = write(tmp_path / "dev.gold.txt", "F\nT\n")
-    with pytest.raises(InputFormatError) as info:
-        parse_wic_files(data, gold)
-    message = str(info.value)
+    message = str(input_error(parse_wic_files, data, gold))
     assert message.startswith(f"{gold}: 2 labels for 3 examples in {data}")
 
 
@@ -73,9 +71,7 @@ def test_wic_gold_count_mismatch(tmp_path):
 ])
 def test_wic_bad_data_line(tmp_path, bad_line, fragment):
     data = write(tmp_path / "dev.data.txt", WIC_DATA + bad_line)
-    with pytest.raises(InputFormatError) as info:
-        parse_wic_files(data, None)
-    message = str(info.value)
+    message = str(input_error(parse_wic_files, data, None))
     assert message.startswith(f"{data}, line 4: ")
     assert fragment in message
 
@@ -83,9 +79,8 @@ def test_wic_bad_data_line(tmp_path, bad_line, fragment):
 def test_wic_bad_gold_label(tmp_path):
     data = write(tmp_path / "dev.data.txt", WIC_DATA)
     gold = write(tmp_path / "dev.gold.txt", "F\nyes\nT\n")
-    with pytest.raises(InputFormatError) as info:
-        parse_wic_files(data, gold)
-    assert str(info.value).startswith(f"{gold}, line 2: label 'yes' is not T or F")
+    message = str(input_error(parse_wic_files, data, gold))
+    assert message.startswith(f"{gold}, line 2: label 'yes' is not T or F")
 
 
 def test_wic_release_zip(tmp_path):
@@ -101,9 +96,8 @@ def test_wic_release_zip(tmp_path):
     assert dev["word"].to_pylist() == ["board", "circulate", "hook"]
     train = parse_wic_release_zip(archive, "train")
     assert train["label"].to_pylist() == [1]
-    with pytest.raises(InputFormatError) as info:
-        parse_wic_release_zip(archive, "test")
-    assert str(info.value).startswith(f"{archive}:test/test.data.txt, line 2: ")
+    message = str(input_error(parse_wic_release_zip, archive, "test"))
+    assert message.startswith(f"{archive}:test/test.data.txt, line 2: ")
     with pytest.raises(InputFormatError, match=r"no validation/validation\.data\.txt in the archive"):
         parse_wic_release_zip(archive, "validation")
 

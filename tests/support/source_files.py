@@ -1,9 +1,14 @@
-"""Raw source files for the data builders (GLUE TSVs, WiC text files), and the check that a build
-left no partial file behind."""
+"""Raw source files for the data builders (GLUE TSVs, WiC text files), the error a parser gives on a bad one,
+and the check that a build left no partial file behind."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
+
+from workflow_scripts.core.errors import InputFormatError
 
 
 def write(path: Path, text: str, *, bom: bool = False) -> Path:
@@ -14,3 +19,10 @@ def write(path: Path, text: str, *, bom: bool = False) -> Path:
 
 def no_partials(directory: Path) -> list[Path]:
     return [p for p in directory.rglob("*") if p.name.endswith(".partial")]
+
+
+def input_error(parse: Callable[..., object], *args: object) -> InputFormatError:
+    """The error ``parse(*args)`` raises on a bad source file; the test fails when it raises none."""
+    with pytest.raises(InputFormatError) as info:
+        parse(*args)
+    return info.value

@@ -157,13 +157,23 @@ def test_a_local_csv_task_is_read_fine_tuned_and_scored(built):
 STUDY_WIDE = ("results/tables/", "results/figures/", "results/logs/", "results/explorer/")
 
 
-def planned_outside(built: Path, config: dict, branch: re.Pattern) -> tuple[set[str], set[str]]:
-    """The dry run of ``config`` on the built study: every output it plans, and those neither in ``branch`` nor
-    study-wide (what the change would rebuild for nothing)."""
+def corpus_branch(name: str, *stage_outputs: str) -> re.Pattern:
+    """The outputs a new corpus entry ``name`` adds: its data, annotation, tokens and attention, and the stages'
+    ``stage_outputs`` (patterns under results/)."""
+    own = [f"data/{name}/", f"annotation/{name}/", f"tokens/[^/]+/{name}/", f"attention/[^/]+/[^/]+/{name}/"]
+    return re.compile(f"results/({'|'.join([*own, *stage_outputs])})")
+
+
+def assert_plans_only_its_branch(built: Path, config: dict, branch: re.Pattern, planned: set[str], entry: str
+                                 ) -> None:
+    """The dry run of ``config`` on the built study plans ``planned``, and nothing that is neither in ``branch`` nor
+    study-wide (what the new ``entry`` would rebuild for nothing)."""
     result = with_config(built, config, "--dry-run")
     assert result.returncode == 0, result.stderr[-3000:]
     outputs = planned_outputs(result)
-    return outputs, {o for o in outputs if not (branch.match(o) or o.startswith(STUDY_WIDE))}
+    assert planned <= outputs
+    stray = {o for o in outputs if not (branch.match(o) or o.startswith(STUDY_WIDE))}
+    assert not stray, f"outputs outside the new {entry}'s branch would be rebuilt: {sorted(stray)}"
 
 
 def test_a_second_run_plans_nothing(built):
@@ -177,16 +187,14 @@ def test_adding_a_csv_task_entry_plans_only_its_branch(built):
     config = config_of(built)
     config["tasks"]["second"] = csv_task_entry(built / "corpora" / "second")
     config["study"]["tasks"] = ["mycsv", "second"]
-    branch = re.compile(r"results/(data/second/|annotation/second/|tokens/[^/]+/second/|attention/[^/]+/[^/]+/second/"
-                        r"|checkpoints/[^/]+/second\.|finetune/[^/]+/second\."
-                        r"|analysis/finetune_effects/[^/]+/[^/]+/second/|analysis/finetune_effects/tiny/[^/]+$"
-                        # its heads disabled; the found heads are ablated in every fine-tuned task
-                        r"|analysis/ablation/[^/]+/second\.|analysis/ablation/[^/]+/found_heads\.csv$)")
-    outputs, stray = planned_outside(built, config, branch)
-    assert {"results/data/second/train.parquet", "results/data/second/dev.parquet",
-            "results/checkpoints/tiny/second.seed42.final/checkpoint.json",
-            "results/analysis/finetune_effects/tiny/second.seed42.final/second/pattern_classes.csv"} <= outputs
-    assert not stray, f"outputs outside the new task's branch would be rebuilt: {sorted(stray)}"
+    branch = corpus_branch("second", r"checkpoints/[^/]+/second\.", r"finetune/[^/]+/second\.",
+                           r"analysis/finetune_effects/[^/]+/[^/]+/second/", r"analysis/finetune_effects/tiny/[^/]+$",
+                           # its heads disabled; the found heads are ablated in every fine-tuned task
+                           r"analysis/ablation/[^/]+/second\.", r"analysis/ablation/[^/]+/found_heads\.csv$")
+    assert_plans_only_its_branch(built, config, branch, {
+        "results/data/second/train.parquet", "results/data/second/dev.parquet",
+        "results/checkpoints/tiny/second.seed42.final/checkpoint.json",
+        "results/analysis/finetune_effects/tiny/second.seed42.final/second/pattern_classes.csv"}, "task")
 
 
 def test_adding_a_treebank_entry_plans_only_its_branch(built):
@@ -196,15 +204,14 @@ def test_adding_a_treebank_entry_plans_only_its_branch(built):
     config["study"]["treebanks"] = [*config["study"]["treebanks"], "de"]
     config["syntax"]["treebanks"] = [*config["syntax"]["treebanks"], "de"]
     config["attention"]["corpora"]["de"] = ["train", "dev"]
-    branch = re.compile(r"results/(data/de/|annotation/de/|tokens/[^/]+/de/|attention/[^/]+/[^/]+/de/"
-                        r"|analysis/syntax/[^/]+/[^/]+/(dependency/de_|dependency/shards/de_|probe_features/de_|probes/de/)"
-                        r"|analysis/syntax/[^/]+/baselines/de/"
-                        # the found heads read the study-wide dependency_best table, which gains de's rows
-                        r"|analysis/ablation/[^/]+/found_heads\.csv$)")
-    outputs, stray = planned_outside(built, config, branch)
-    assert {"results/data/de/train.parquet", "results/tokens/tiny/de/dev.parquet",
-            "results/analysis/syntax/tiny/pretrained/dependency/de_dev.parquet"} <= outputs
-    assert not stray, f"outputs outside the new treebank's branch would be rebuilt: {sorted(stray)}"
+    branch = corpus_branch(
+        "de", r"analysis/syntax/[^/]+/[^/]+/(dependency/de_|dependency/shards/de_|probe_features/de_|probes/de/)",
+        r"analysis/syntax/[^/]+/baselines/de/",
+        # the found heads read the study-wide dependency_best table, which gains de's rows
+        r"analysis/ablation/[^/]+/found_heads\.csv$")
+    assert_plans_only_its_branch(built, config, branch, {
+        "results/data/de/train.parquet", "results/tokens/tiny/de/dev.parquet",
+        "results/analysis/syntax/tiny/pretrained/dependency/de_dev.parquet"}, "treebank")
 
 
 # --- 6. bad entries: before any job, naming the key and the fix ------------------------------------------

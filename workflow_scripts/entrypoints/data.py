@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,28 +49,28 @@ def wic_table(smk: Any) -> None:
               sha256=smk.params.release["sha256"])
 
 
+def _treebank_split(smk: Any, build: Callable[..., None]) -> None:
+    """A treebank entry's split built by ``build`` (its table, or its coreference mentions): both read the
+    entry's files from the same places."""
+    from ..data.entries import TreebankEntry
+
+    build(TreebankEntry.from_params(dict(smk.params.treebank)), smk.wildcards.split, _mirror_files(smk), smk.output[0],
+          mirror=smk.params.mirror, offline=smk.params.offline, download_dir=smk.params.downloads,
+          ud_tag=smk.params.ud_release, ud_url=smk.params.ud_url, ud_api_url=smk.params.ud_api_url)
+
+
 @entry_point("treebank_table")
 def treebank_table(smk: Any) -> None:
     from ..data.build import build_treebank
-    from ..data.entries import TreebankEntry
 
-    build_treebank(TreebankEntry.from_params(dict(smk.params.treebank)), smk.wildcards.split, _mirror_files(smk),
-                   smk.output[0],
-                   mirror=smk.params.mirror, offline=smk.params.offline,
-                   download_dir=smk.params.downloads, ud_tag=smk.params.ud_release, ud_url=smk.params.ud_url,
-                   ud_api_url=smk.params.ud_api_url)
+    _treebank_split(smk, build_treebank)
 
 
 @entry_point("coreference_mentions")
 def coreference_mentions(smk: Any) -> None:
     from ..data.build import build_mentions
-    from ..data.entries import TreebankEntry
 
-    build_mentions(TreebankEntry.from_params(dict(smk.params.treebank)), smk.wildcards.split, _mirror_files(smk),
-                   smk.output[0],
-                   mirror=smk.params.mirror, offline=smk.params.offline,
-                   download_dir=smk.params.downloads, ud_tag=smk.params.ud_release, ud_url=smk.params.ud_url,
-                   ud_api_url=smk.params.ud_api_url)
+    _treebank_split(smk, build_mentions)
 
 
 @entry_point("wiki_segments")

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from . import entry_point
+
+
+def _gather_shards(smk: Any, gather: Callable[..., object], *measure: Any) -> None:
+    """A checkpoint's per-head table gathered by ``gather`` from the partials of its dump's shards: every per-head
+    measure's part rule gives it the same inputs (after the measure itself, for the declared measures)."""
+    p = smk.params
+    gather(*measure, smk.input.dump, list(smk.input.partials), smk.output[0], model=smk.wildcards.model,
+           checkpoint=smk.wildcards.checkpoint, corpus=p.corpus, split=p.split, resamples=p.resamples,
+           seed=p.bootstrap_seed)
 
 
 @entry_point("surface_heads_shard")
@@ -20,10 +30,7 @@ def surface_heads_shard(smk: Any) -> None:
 def surface_heads_part(smk: Any) -> None:
     from ..surface.statistics import surface_heads_gather
 
-    p = smk.params
-    surface_heads_gather(smk.input.dump, list(smk.input.partials), smk.output[0], model=smk.wildcards.model,
-                         checkpoint=smk.wildcards.checkpoint, corpus=p.corpus, split=p.split,
-                         resamples=p.resamples, seed=p.bootstrap_seed)
+    _gather_shards(smk, surface_heads_gather)
 
 
 @entry_point("sep_gradient_part")
@@ -95,10 +102,7 @@ def attention_distance_shard(smk: Any) -> None:
 def attention_distance_part(smk: Any) -> None:
     from ..surface.distance import attention_distance_gather
 
-    p = smk.params
-    attention_distance_gather(smk.input.dump, list(smk.input.partials), smk.output[0], model=smk.wildcards.model,
-                              checkpoint=smk.wildcards.checkpoint, corpus=p.corpus, split=p.split,
-                              resamples=p.resamples, seed=p.bootstrap_seed)
+    _gather_shards(smk, attention_distance_gather)
 
 
 # --- the declared head measures (surface/measures.py), one set of rules for all -------------------------------
@@ -118,10 +122,7 @@ def head_measure_part(smk: Any) -> None:
     from ..surface.head_measures import head_measure_gather
     from ..surface.measures import measure_named
 
-    p = smk.params
-    head_measure_gather(measure_named(smk.wildcards.measure), smk.input.dump, list(smk.input.partials),
-                        smk.output[0], model=smk.wildcards.model, checkpoint=smk.wildcards.checkpoint,
-                        corpus=p.corpus, split=p.split, resamples=p.resamples, seed=p.bootstrap_seed)
+    _gather_shards(smk, head_measure_gather, measure_named(smk.wildcards.measure))
 
 
 @entry_point("head_diagnostics_part")

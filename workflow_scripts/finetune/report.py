@@ -10,13 +10,7 @@ import pandas as pd
 
 from ..report.drawing import not_in_study
 from ..report.formatting import finite, task_order
-from ..report.items import (
-    PaperItem,
-    StageReport,
-    StudyContext,
-    StudyTables,
-    SummaryPanel,
-)
+from ..report.items import PaperItem, StageReport, StudyContext, StudyTables, SummaryPanel
 from .tables import above_chance
 from .tasks import TASK_NAMES
 

@@ -64,13 +64,18 @@ def _final(frame: pd.DataFrame) -> pd.DataFrame:
     return rows[rows["_seed"] == first]
 
 
-def plot_pattern_classes(table: str | Path, png: str | Path, pdf: str | Path) -> None:
-    """[K] Fig. 2: stacked shares of the five classes, one panel per task, one bar per checkpoint."""
+def _model_task_rows(table: str | Path) -> tuple[pd.DataFrame, int, list[tuple[str, str]]]:
+    """The table's rows, how many models they cover, and their (model, task) pairs sorted (a panel each); a table
+    without rows is an error: there is nothing to plot."""
     frame = read_csv(table)
     if frame.empty:
         raise AtlasError(f"{table}: no rows to plot")
-    models = frame["model"].nunique()
-    keys = sorted(frame.groupby(["model", "task"]).groups)
+    return frame, frame["model"].nunique(), sorted(frame.groupby(["model", "task"]).groups)
+
+
+def plot_pattern_classes(table: str | Path, png: str | Path, pdf: str | Path) -> None:
+    """[K] Fig. 2: stacked shares of the five classes, one panel per task, one bar per checkpoint."""
+    frame, models, keys = _model_task_rows(table)
     figure, axes = _panels(keys)
     for ax, (model, task) in zip(axes.flat, keys):
         panel = _order(frame[(frame["model"] == model) & (frame["task"] == task)])
@@ -141,11 +146,7 @@ def plot_finetune_change(table: str | Path, png: str | Path, pdf: str | Path, *,
 
 def plot_lexical_layers(table: str | Path, png: str | Path, pdf: str | Path) -> None:
     """[L]: share of content / function words among the most-attended words per layer, before vs after."""
-    frame = read_csv(table)
-    if frame.empty:
-        raise AtlasError(f"{table}: no rows to plot")
-    models = frame["model"].nunique()
-    keys = sorted(frame.groupby(["model", "task"]).groups)
+    frame, models, keys = _model_task_rows(table)
     categories = [c for c in CATEGORIES if c != "other"]
     import matplotlib.pyplot as plt
 

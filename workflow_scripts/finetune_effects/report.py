@@ -35,14 +35,7 @@ from ..report.formatting import (
     pct,
     task_order,
 )
-from ..report.items import (
-    PaperComparison,
-    PaperItem,
-    StageReport,
-    StudyContext,
-    StudyTables,
-    SummaryPanel,
-)
+from ..report.items import PaperComparison, PaperItem, StageReport, StudyContext, StudyTables, SummaryPanel
 
 DEV_NOTE = "each task's dev split"
 

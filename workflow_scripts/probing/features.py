@@ -34,6 +34,7 @@ from ..attention.reader import AttentionDump, to_word_level
 from ..attention.tokens import token_words
 from ..core.errors import AtlasError
 from ..core.io import atomic_path
+from ..core.score_tables import list_rows
 
 log = logging.getLogger(__name__)
 
@@ -224,9 +225,7 @@ class GloveLookup:
         self.vectors = np.zeros((0, dim), dtype=np.float32)
         if path is not None:
             table = pq.read_table(path)
-            column = table["vector"].combine_chunks()
-            self.vectors = column.flatten().to_numpy(zero_copy_only=False).reshape(-1, column.type.list_size)
-            self.vectors = self.vectors.astype(np.float32)
+            self.vectors = list_rows(table["vector"]).astype(np.float32)
             # The first occurrence wins (GloVe lists words by frequency).
             for i, word in enumerate(table["word"].to_pylist()):
                 self.index.setdefault(word, i)

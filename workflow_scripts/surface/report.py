@@ -32,14 +32,7 @@ from ..report.formatting import (
     missing_row,
     pct,
 )
-from ..report.items import (
-    PaperComparison,
-    PaperItem,
-    StageReport,
-    StudyContext,
-    StudyTables,
-    SummaryPanel,
-)
+from ..report.items import PaperComparison, PaperItem, StageReport, StudyContext, StudyTables, SummaryPanel
 from .diagnostics_report import compare_head_roles, compare_sink_rate
 
 SURFACE_THRESHOLD = re.compile(r"heads\s*>\s*(?P<pct>[\d.]+)\s*%\s*on\s+(?P<target>previous|next)\s+token",

@@ -42,7 +42,8 @@ import pyarrow.parquet as pq
 from ..attention.reader import AttentionDump
 from ..attention.tokens import token_words
 from ..core.errors import AtlasError
-from ..core.io import read_metadata, write_csv, write_table
+from ..core.io import write_csv, write_table
+from ..core.score_tables import list_rows, read_score_table
 from ..core.stats import paired_bootstrap_test, ratio_bootstrap_ci
 from .dependency import predicted_words
 
@@ -200,12 +201,8 @@ class CorefScores:
 
     @classmethod
     def read(cls, path: str | Path) -> CorefScores:
-        table = pq.read_table(path)
-        meta = read_metadata(path)
-        if "num_layers" not in meta:
-            raise AtlasError(f"{path}: not a coreference score table (no metadata); rerun snakemake")
-        column = table["correct"].combine_chunks()
-        correct = column.flatten().to_numpy(zero_copy_only=False).reshape(-1, column.type.list_size)
+        table, meta = read_score_table(path, "a coreference score table")
+        correct = list_rows(table["correct"])
         frame = table.drop(["correct"]).to_pandas()
         halves = document_halves(frame["doc_id"].tolist())
         frame["half"] = frame["doc_id"].map(halves)

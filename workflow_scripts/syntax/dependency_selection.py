@@ -17,10 +17,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
 from ..core.errors import AtlasError
-from ..core.io import read_metadata
 from ..core.labels import (
     CAUSAL_DIRECTIONS,
     DEP_TO_HEAD,
@@ -30,6 +28,7 @@ from ..core.labels import (
     HEAD_TO_DEP,
     HEAD_TO_PRECEDING_DEP,
 )
+from ..core.score_tables import list_rows, read_score_table
 from ..core.stats import paired_bootstrap_test, ratio_bootstrap_ci
 from .dependency import ALL, paper_label
 from .dependency_counts import CausalCounts
@@ -49,15 +48,10 @@ class SplitCounts:
 
     @classmethod
     def read(cls, path: str | Path) -> SplitCounts:
-        table = pq.read_table(path)
-        meta = read_metadata(path)
-        if "num_layers" not in meta:
-            raise AtlasError(f"{path}: not a dependency score table (no metadata); rerun snakemake")
+        table, meta = read_score_table(path, "a dependency score table")
 
         def matrix(name: str) -> np.ndarray:
-            column = table[name].combine_chunks()
-            width = column.type.list_size
-            return column.flatten().to_numpy(zero_copy_only=False).reshape(-1, width).astype(np.int32)
+            return list_rows(table[name]).astype(np.int32)
 
         frame = table.select(["example_id", "relation", "total"]).to_pandas()
         if "offset_correct" not in table.column_names:

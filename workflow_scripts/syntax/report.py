@@ -43,14 +43,7 @@ from ..report.formatting import (
     p_text,
     pct,
 )
-from ..report.items import (
-    PaperComparison,
-    PaperItem,
-    StageReport,
-    StudyContext,
-    StudyTables,
-    SummaryPanel,
-)
+from ..report.items import PaperComparison, PaperItem, StageReport, StudyContext, StudyTables, SummaryPanel
 from .dependency import PAPER_LABELS
 from .report_items import (
     COREF_HELD_OUT,
