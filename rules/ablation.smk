@@ -42,16 +42,12 @@ rule head_disabling:
 
 # Both tables of the stage only stack their jobs' parts, as its plan declares them (ANALYSES' stack_key,
 # workflow_scripts/study/plans/ablation.py): every part checked for its stage's columns (ablation/tables.py), the rows
-# sorted by the declared key, the caption the analysis's own (report/ablation_table.rst shows params.caption).
+# sorted by the declared key, the caption the analysis's own (the stage's table caption shows params.caption).
 rule ablation_table:
     input:
         STUDY.ablation.stacked_parts,
     output:
-        report(
-            STUDY.paths.table("{table}"),
-            caption="../report/ablation_table.rst",
-            category="Causal head checks",
-        ),
+        STUDY.ablation.report_stacked(),
     log:
         STUDY.paths.log("ablation", "{table}_table"),
     wildcard_constraints:
@@ -73,11 +69,7 @@ rule head_disabling_figure:
     input:
         table=STUDY.paths.table("head_disabling"),
     output:
-        png=report(
-            STUDY.paths.figure("ablation", "head_disabling_{model}", "png"),
-            caption="../report/ablation_head_disabling_figure.rst",
-            category="Causal head checks",
-        ),
+        png=STUDY.ablation.report_figure("head_disabling_{model}"),
         pdf=STUDY.paths.figure("ablation", "head_disabling_{model}", "pdf"),
     log:
         STUDY.paths.log("ablation", "head_disabling_figure_{model}"),

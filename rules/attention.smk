@@ -181,11 +181,7 @@ rule attention_dumps_table:
         dumps=[STUDY.paths.dump_manifest(*t) for t in STUDY.attention.dumps],
         tokens=sorted({STUDY.paths.token_table(m, c, s) for m, _, c, s in STUDY.attention.dumps}),
     output:
-        report(
-            STUDY.paths.table("attention_dumps"),
-            caption="../report/attention_dumps.rst",
-            category="Attention",
-        ),
+        STUDY.attention.report_table("attention_dumps"),
     log:
         STUDY.paths.log("attention", "dumps_table"),
     conda:

@@ -199,11 +199,7 @@ rule data_summary:
     input:
         STUDY.data_tables(),
     output:
-        report(
-            STUDY.paths.table("data_summary"),
-            caption="../report/data_summary.rst",
-            category="Data",
-        ),
+        STUDY.data.report_table("data_summary"),
     log:
         STUDY.paths.log("data", "summary"),
     conda:

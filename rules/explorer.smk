@@ -11,11 +11,7 @@ rule head_explorer:
     input:
         unpack(STUDY.explorer.page),
     output:
-        report(
-            STUDY.paths.page("explorer", "{model}"),
-            caption="../report/explorer_head_explorer.rst",
-            category="Head explorer",
-        ),
+        STUDY.explorer.report_page("{model}"),
     log:
         STUDY.paths.log("explorer", "{model}_head_explorer"),
     conda:
@@ -44,11 +40,7 @@ rule explorer_index:
     input:
         unpack(STUDY.explorer.index),
     output:
-        report(
-            STUDY.paths.page("explorer", "_index"),
-            caption="../report/explorer_index.rst",
-            category="Head explorer",
-        ),
+        STUDY.explorer.report_page("_index"),
     log:
         STUDY.paths.log("explorer", "explorer_index"),
     conda:

@@ -53,11 +53,7 @@ rule finetune_metrics_table:
     input:
         [STUDY.paths.finetune_metrics(model, task, seed) for model, task, seed in STUDY.finetune.runs],
     output:
-        report(
-            STUDY.paths.table("finetune_metrics"),
-            caption="../report/finetune_metrics.rst",
-            category="Fine-tuning",
-        ),
+        STUDY.finetune.report_table("finetune_metrics"),
     log:
         STUDY.paths.log("finetune", "finetune_metrics_table"),
     conda:

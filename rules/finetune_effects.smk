@@ -13,7 +13,6 @@ from workflow_scripts.study.plans.declarations import stacked_pattern
 from workflow_scripts.study.plans.finetune_effects import ANALYSES as FINETUNE_EFFECTS_ANALYSES
 
 FE = STUDY.config["finetune_effects"]
-FE_CATEGORY = "Fine-tuning effects"
 FINETUNED_NAME = r"[a-z0-9]+\.seed\d+\.(step\d+|final)"
 
 
@@ -155,17 +154,13 @@ rule lexical_counts:
 
 # Every table of the stage that only stacks its jobs' parts (pattern classes, the pattern CNN's scores, the change
 # after fine-tuning), as its plan declares it (ANALYSES' stack_key, workflow_scripts/study/plans/finetune_effects.py):
-# the rows sorted by the declared key, the caption the analysis's own (report/finetune_effects_table.rst shows
+# the rows sorted by the declared key, the caption the analysis's own (the stage's table caption shows
 # params.caption).
 rule finetune_effects_table:
     input:
         STUDY.finetune_effects.stacked_parts,
     output:
-        report(
-            STUDY.paths.table("{table}"),
-            caption="../report/finetune_effects_table.rst",
-            category=FE_CATEGORY,
-        ),
+        STUDY.finetune_effects.report_stacked(),
     log:
         STUDY.paths.log("finetune_effects", "{table}_table"),
     wildcard_constraints:
@@ -191,31 +186,11 @@ rule lexical_tables:
         ],
         checkpoints=[STUDY.paths.checkpoint_manifest(m, c) for m, c, t in STUDY.finetune_effects.targets],
     output:
-        layers=report(
-            STUDY.paths.table("lexical_layers"),
-            caption="../report/finetune_effects_lexical_layers.rst",
-            category=FE_CATEGORY,
-        ),
-        heads=report(
-            STUDY.paths.table("lexical_heads"),
-            caption="../report/finetune_effects_lexical_heads.rst",
-            category=FE_CATEGORY,
-        ),
-        change=report(
-            STUDY.paths.table("lexical_change"),
-            caption="../report/finetune_effects_lexical_change.rst",
-            category=FE_CATEGORY,
-        ),
-        last_layer=report(
-            STUDY.paths.table("lexical_last_layer"),
-            caption="../report/finetune_effects_lexical_last_layer.rst",
-            category=FE_CATEGORY,
-        ),
-        top=report(
-            STUDY.paths.table("lexical_top_layers"),
-            caption="../report/finetune_effects_lexical_top_layers.rst",
-            category=FE_CATEGORY,
-        ),
+        layers=STUDY.finetune_effects.report_table("lexical_layers"),
+        heads=STUDY.finetune_effects.report_table("lexical_heads"),
+        change=STUDY.finetune_effects.report_table("lexical_change"),
+        last_layer=STUDY.finetune_effects.report_table("lexical_last_layer"),
+        top=STUDY.finetune_effects.report_table("lexical_top_layers"),
     log:
         STUDY.paths.log("finetune_effects", "lexical_tables"),
     conda:
@@ -241,29 +216,13 @@ rule finetune_effects_figures:
         change=STUDY.paths.table("finetune_change"),
         lexical=STUDY.paths.table("lexical_layers"),
     output:
-        classes_png=report(
-            STUDY.paths.figure("finetune_effects", "pattern_classes", "png"),
-            caption="../report/finetune_effects_pattern_classes.rst",
-            category=FE_CATEGORY,
-        ),
+        classes_png=STUDY.finetune_effects.report_figure("pattern_classes"),
         classes_pdf=STUDY.paths.figure("finetune_effects", "pattern_classes", "pdf"),
-        change_png=report(
-            STUDY.paths.figure("finetune_effects", "finetune_change", "png"),
-            caption="../report/finetune_effects_change.rst",
-            category=FE_CATEGORY,
-        ),
+        change_png=STUDY.finetune_effects.report_figure("finetune_change"),
         change_pdf=STUDY.paths.figure("finetune_effects", "finetune_change", "pdf"),
-        lexical_png=report(
-            STUDY.paths.figure("finetune_effects", "lexical_layers", "png"),
-            caption="../report/finetune_effects_lexical.rst",
-            category=FE_CATEGORY,
-        ),
+        lexical_png=STUDY.finetune_effects.report_figure("lexical_layers"),
         lexical_pdf=STUDY.paths.figure("finetune_effects", "lexical_layers", "pdf"),
-        trajectory_png=report(
-            STUDY.paths.figure("finetune_effects", "trajectory", "png"),
-            caption="../report/finetune_effects_trajectory.rst",
-            category=FE_CATEGORY,
-        ),
+        trajectory_png=STUDY.finetune_effects.report_figure("trajectory"),
         trajectory_pdf=STUDY.paths.figure("finetune_effects", "trajectory", "pdf"),
     log:
         STUDY.paths.log("finetune_effects", "figures"),

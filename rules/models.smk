@@ -36,11 +36,7 @@ rule models_table:
     input:
         expand(STUDY.paths.model_card("{model}"), model=STUDY.models),
     output:
-        report(
-            STUDY.paths.table("models"),
-            caption="../report/models.rst",
-            category="Models",
-        ),
+        STUDY.stage("models").report_table("models"),
     log:
         STUDY.paths.log("models", "models_table"),
     conda:

@@ -10,7 +10,6 @@
 from workflow_scripts.report.registry import paper_value_files
 from workflow_scripts.core.stages import STAGES
 
-REPORT_CATEGORY = "Summary"
 # Inputs (not params): editing the published numbers reruns the comparison and the summary pages.
 PAPER_VALUES = [str(path) for path in paper_value_files(STAGES, workflow.basedir)]
 # Published role agreements (Wu et al. 2025), drawn beside the study's: the figure's reference, no paper comparison.
@@ -22,11 +21,7 @@ rule paper_comparison:
         **STUDY.report.tables,
         paper_values=PAPER_VALUES,
     output:
-        report(
-            STUDY.paths.table("paper_comparison"),
-            caption="../report/report_paper_comparison.rst",
-            category=REPORT_CATEGORY,
-        ),
+        STUDY.report.report_table("paper_comparison"),
     log:
         STUDY.paths.log("report", "paper_comparison"),
     conda:
@@ -47,11 +42,7 @@ rule summary_figure:
         **STUDY.report.tables,
         paper_values=PAPER_VALUES,
     output:
-        png=report(
-            STUDY.paths.figure("summary", "{model}", "png"),
-            caption="../report/report_summary_figure.rst",
-            category=REPORT_CATEGORY,
-        ),
+        png=STUDY.report.report_figure("summary/{model}"),
         pdf=STUDY.paths.figure("summary", "{model}", "pdf"),
     log:
         STUDY.paths.log("report", "summary_figure_{model}"),
@@ -74,11 +65,7 @@ rule signal_comparison:
     input:
         **STUDY.report.signal_comparison_inputs,
     output:
-        report(
-            STUDY.paths.table("signal_comparison"),
-            caption="../report/report_signal_comparison.rst",
-            category=REPORT_CATEGORY,
-        ),
+        STUDY.report.report_table("signal_comparison"),
     log:
         STUDY.paths.log("report", "signal_comparison"),
     conda:
@@ -101,11 +88,7 @@ rule signal_comparison_figure:
     input:
         table=STUDY.paths.table("signal_comparison"),
     output:
-        png=report(
-            STUDY.paths.figure("signals", "{model}", "png"),
-            caption="../report/report_signal_comparison_figure.rst",
-            category=REPORT_CATEGORY,
-        ),
+        png=STUDY.report.report_figure("signals/{model}"),
         pdf=STUDY.paths.figure("signals", "{model}", "pdf"),
     log:
         STUDY.paths.log("report", "signal_comparison_figure_{model}"),
@@ -123,11 +106,7 @@ rule head_development:
     input:
         **STUDY.report.development_inputs,
     output:
-        report(
-            STUDY.paths.table("head_development"),
-            caption="../report/report_head_development.rst",
-            category=REPORT_CATEGORY,
-        ),
+        STUDY.report.report_table("head_development"),
     log:
         STUDY.paths.log("report", "head_development"),
     conda:
@@ -150,11 +129,7 @@ rule head_development_figure:
         **STUDY.report.development_figure_inputs,
         table=STUDY.paths.table("head_development"),
     output:
-        png=report(
-            STUDY.paths.figure("development", "{series}", "png"),
-            caption="../report/report_head_development_figure.rst",
-            category=REPORT_CATEGORY,
-        ),
+        png=STUDY.report.report_figure("development/{series}"),
         pdf=STUDY.paths.figure("development", "{series}", "pdf"),
     log:
         STUDY.paths.log("report", "head_development_figure_{series}"),
@@ -175,16 +150,8 @@ rule atlas:
     input:
         **STUDY.report.atlas_inputs,
     output:
-        atlas=report(
-            STUDY.paths.table("atlas"),
-            caption="../report/report_atlas.rst",
-            category=REPORT_CATEGORY,
-        ),
-        halves=report(
-            STUDY.paths.table("atlas_halves"),
-            caption="../report/report_atlas_halves.rst",
-            category=REPORT_CATEGORY,
-        ),
+        atlas=STUDY.report.report_table("atlas"),
+        halves=STUDY.report.report_table("atlas_halves"),
     log:
         STUDY.paths.log("report", "atlas"),
     conda:
@@ -209,11 +176,7 @@ rule atlas_figure:
     input:
         table=STUDY.paths.table("atlas"),
     output:
-        png=report(
-            STUDY.paths.figure("report", "atlas", "png"),
-            caption="../report/report_atlas_figure.rst",
-            category=REPORT_CATEGORY,
-        ),
+        png=STUDY.report.report_figure("report/atlas"),
         pdf=STUDY.paths.figure("report", "atlas", "pdf"),
     log:
         STUDY.paths.log("report", "atlas_figure"),
@@ -238,16 +201,8 @@ rule role_agreement:
         halves=STUDY.paths.table("atlas_halves"),
         checkpoints=STUDY.report.weight_checkpoints(),
     output:
-        agreement=report(
-            STUDY.paths.table("role_agreement"),
-            caption="../report/report_role_agreement.rst",
-            category=REPORT_CATEGORY,
-        ),
-        by_layer=report(
-            STUDY.paths.table("role_change_by_layer"),
-            caption="../report/report_role_change_by_layer.rst",
-            category=REPORT_CATEGORY,
-        ),
+        agreement=STUDY.report.report_table("role_agreement"),
+        by_layer=STUDY.report.report_table("role_change_by_layer"),
     log:
         STUDY.paths.log("report", "role_agreement"),
     conda:
@@ -272,11 +227,7 @@ rule role_agreement_figure:
         table=STUDY.paths.table("role_agreement"),
         reference=ROLE_AGREEMENT_REFERENCE,
     output:
-        png=report(
-            STUDY.paths.figure("report", "role_agreement", "png"),
-            caption="../report/report_role_agreement_figure.rst",
-            category=REPORT_CATEGORY,
-        ),
+        png=STUDY.report.report_figure("report/role_agreement"),
         pdf=STUDY.paths.figure("report", "role_agreement", "pdf"),
     log:
         STUDY.paths.log("report", "role_agreement_figure"),
@@ -294,11 +245,7 @@ rule role_change_figure:
     input:
         table=STUDY.paths.table("role_change_by_layer"),
     output:
-        png=report(
-            STUDY.paths.figure("report", "role_change_by_layer", "png"),
-            caption="../report/report_role_change_by_layer_figure.rst",
-            category=REPORT_CATEGORY,
-        ),
+        png=STUDY.report.report_figure("report/role_change_by_layer"),
         pdf=STUDY.paths.figure("report", "role_change_by_layer", "pdf"),
     log:
         STUDY.paths.log("report", "role_change_figure"),

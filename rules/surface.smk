@@ -216,7 +216,7 @@ rule head_measure_part:
 
 # Every table of the stage that only stacks its jobs' parts (one per subject and checkpoint), as its plan declares
 # it (ANALYSES' stack_key, workflow_scripts/study/plans/surface.py): the rows sorted by the declared key, the
-# caption the analysis's own (report/surface_table.rst shows params.caption).
+# caption the analysis's own (the stage's table caption shows params.caption).
 rule surface_table:
     input:
         STUDY.surface.stacked_parts,

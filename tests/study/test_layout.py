@@ -70,13 +70,14 @@ def test_a_rule_finds_its_entry_point_by_exact_name_only():
             find_entry_point(unknown)  # a whole match only: no prefix lookup
 
 
-def test_report_captions_and_rule_files_name_their_stage():
+def test_report_captions_name_their_stage_and_no_rule_file_types_one():
     for caption in (REPO / "report").glob("*.rst"):
         assert caption.stem.split("_")[0] in {s.split("_")[0] for s in STAGES}, caption.name
+    # A report() output's caption and category are its plan's (tests/study/test_stage_plans.py compares them).
     for smk in (REPO / "rules").glob("*.smk"):
-        for caption in re.findall(r'caption="\.\./report/(\w+)\.rst"', smk.read_text()):
-            assert (REPO / "report" / f"{caption}.rst").is_file(), f"{smk.name}: caption {caption}.rst is missing"
-            assert caption.startswith(smk.stem) or smk.stem in ("data", "models"), f"{smk.name}: {caption}.rst"
+        code = "\n".join(line for line in smk.read_text().splitlines() if not line.lstrip().startswith("#"))
+        typed = re.findall(r"\breport\(|\b(?:caption|category|subcategory)=\s*[\"']", code)
+        assert not typed, f"rules/{smk.name} types {typed}: ask the stage's plan (STUDY.<stage>.report_table, ...)"
 
 
 def test_rule_files_read_the_study_model_and_never_each_others_names():

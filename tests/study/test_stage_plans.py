@@ -3,7 +3,6 @@ rule all, the explorer and the report read the declarations."""
 
 from __future__ import annotations
 
-import re
 from types import SimpleNamespace
 
 import pytest
@@ -27,46 +26,85 @@ def test_one_plan_per_stage_in_the_order_of_the_stages():
         assert callable(plan.plan)
 
 
-def test_every_analysis_declares_one_caption_per_table_and_figure_in_their_order():
+def test_every_analysis_declares_one_caption_per_output_in_their_order_each_naming_its_stage():
     for plan in STAGE_PLANS:
         for analysis in plan.ANALYSES:
-            assert len(analysis.captions) == len(analysis.tables) + len(analysis.figures), (plan.STAGE, analysis.name)
+            outputs = len(analysis.tables) + len(analysis.figures) + len(analysis.pages)
+            assert len(analysis.captions) == outputs, (plan.STAGE, analysis.name)
             for caption in analysis.captions:
                 assert (REPO / "report" / caption).is_file(), f"{plan.STAGE}: {caption} is not under report/"
+                assert caption.startswith(plan.STAGE), f"{plan.STAGE}: {caption} does not name its stage"
 
 
-def _asked_of_the_plan(rules: str, stage: str, kind: str, name: str) -> bool:
-    """Whether a rule file takes output ``name`` from its stage's plan (STUDY.<stage>.report_<kind>("<name>"))."""
-    return f'STUDY.{stage}.report_{kind}("{name}")' in rules
+# The report() outputs of every rule, as Snakemake reads the rule files (a subprocess, as `snakemake` itself would):
+# path (wildcard constraints left out), caption file, category, and subcategory ("per table" where it is a function).
+RULE_REPORTS = """
+import json, sys
+from pathlib import Path
+from snakemake.api import SnakemakeApi
+from snakemake.io import is_flagged, strip_wildcard_constraints
+from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
+
+snakefile, workdir = sys.argv[1:]
+with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
+    workflow = api.workflow(resource_settings=ResourceSettings(cores=1), snakefile=Path(snakefile),
+                            workdir=Path(workdir), config_settings=ConfigSettings(config={"results": "R"}))._workflow
+    reports = []
+    for rule in workflow.rules:
+        for output in rule.output:
+            if is_flagged(output, "report"):
+                entry = output.flags["report"]
+                sub = entry.subcategory if entry.subcategory is None or isinstance(entry.subcategory, str) else (
+                    "per table")
+                reports.append([strip_wildcard_constraints(str(output)), Path(str(entry.caption)).name,
+                                entry.category, sub])
+print("REPORTS " + json.dumps(reports))
+"""
 
 
-def test_every_declared_caption_is_shown_by_a_rule_of_its_stage():
-    # A rule asks the plan for its report() output (report_table, report_figure, report_stacked), or, in the stages
-    # not yet moved to it, names the caption file itself.
+@pytest.fixture(scope="module")
+def rule_reports(tmp_path_factory) -> set[tuple]:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    workdir = tmp_path_factory.mktemp("rules")
+    result = subprocess.run([sys.executable, "-c", RULE_REPORTS, str(REPO / "Snakefile"), str(workdir)], cwd=workdir,
+                            capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=300)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    line = next(line for line in result.stdout.splitlines() if line.startswith("REPORTS "))
+    return {tuple(entry) for entry in json.loads(line.removeprefix("REPORTS "))}
+
+
+def _declared_reports() -> set[tuple]:
+    """Every report() output the plans declare: path, caption file, the plan's category, the analysis's
+    subcategory (a stacked table: its stage's generic table rule, filed per table where a stacked table of its stage
+    has a subcategory)."""
+    study = study_of()
+    declared = set()
     for plan in STAGE_PLANS:
-        rules = (REPO / "rules" / f"{plan.STAGE}.smk").read_text(encoding="utf-8")
+        stage = study.stage(plan.STAGE)
+        per_table = any(a.report_subcategory for a in stacked_tables(plan.ANALYSES).values())
         for analysis in plan.ANALYSES:
-            outputs = [("table", t) for t in analysis.tables] + [("figure", f) for f in analysis.figures]
-            for index, ((kind, name), caption) in enumerate(zip(outputs, analysis.captions, strict=True)):
-                # A stacked table's caption reaches the generic rule's caption file through params.caption.
-                stacked = analysis.stack_key and index == 0
-                if stacked and f"STUDY.{plan.STAGE}.report_stacked()" in rules:
-                    continue
-                shown = f"../report/{stacked_table_caption(plan.STAGE)}" if stacked else f"../report/{caption}"
-                assert _asked_of_the_plan(rules, plan.STAGE, kind, name) or f'"{shown}"' in rules, (
-                    f"rules/{plan.STAGE}.smk does not show {caption}")
+            paths = ([study.paths.table(t) for t in analysis.tables]
+                     + [stage.figure_file(f, "png") for f in analysis.figures]
+                     + [study.paths.page(plan.STAGE, p) for p in analysis.pages])
+            for index, (path, caption) in enumerate(zip(paths, analysis.captions, strict=True)):
+                if analysis.stack_key and index == 0:
+                    declared.add((study.paths.table("{table}"), stacked_table_caption(plan.STAGE),
+                                  plan.REPORT_CATEGORY, "per table" if per_table else None))
+                else:
+                    declared.add((path, caption, plan.REPORT_CATEGORY, analysis.report_subcategory))
+    return declared
 
 
-def test_every_declared_table_is_the_output_of_a_rule_of_its_stage():
-    for plan in STAGE_PLANS:
-        rules = (REPO / "rules" / f"{plan.STAGE}.smk").read_text(encoding="utf-8")
-        for analysis in plan.ANALYSES:
-            for table in analysis.tables:
-                generic = analysis.stack_key and f"rule {plan.STAGE}_table:" in rules and (
-                    'table("{table}")' in rules or f"STUDY.{plan.STAGE}.report_stacked()" in rules)
-                asked = _asked_of_the_plan(rules, plan.STAGE, "table", table)
-                assert generic or asked or re.search(rf'table\("{table}"\)', rules), (
-                    f"no rule of {plan.STAGE} writes {table}")
+def test_the_rules_report_exactly_the_outputs_the_plans_declare(rule_reports):
+    # Each output is declared once, in its plan: a rule that wrote a report() of its own (another caption, category
+    # or subcategory) or a declared output no rule reports would show here.
+    declared = _declared_reports()
+    assert sorted(rule_reports - declared, key=str) == [], "reported by a rule, declared by no plan"
+    assert sorted(declared - rule_reports, key=str) == [], "declared by a plan, reported by no rule"
 
 
 def test_a_report_output_carries_the_caption_category_and_subcategory_its_analysis_declares():
@@ -91,6 +129,15 @@ def test_a_report_output_carries_the_caption_category_and_subcategory_its_analys
     assert stacked.flags["report"].subcategory == study.surface.table_subcategory
     with pytest.raises(KeyError, match="declares figure 'probes'"):
         study.syntax.report_figure("probes")
+    # A stage none of whose stacked tables has a subcategory files them under none.
+    assert study.ablation.report_stacked().flags["report"].subcategory is None
+    page = study.explorer.report_page("{model}")
+    assert str(page) == study.paths.page("explorer", "{model}")
+    assert (page.flags["report"].caption, page.flags["report"].category) == (
+        "../report/explorer_head_explorer.rst", "Head explorer")
+    atlas = study.report.report_figure("report/atlas")  # the report's figures are in folders of their own
+    assert str(atlas) == study.paths.figure("report", "atlas", "png")
+    assert atlas.flags["report"].caption == "../report/report_atlas_figure.rst"
 
 
 def test_rule_all_asks_for_every_declared_table_of_a_full_study():

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from ..model import Study
 
 STAGE = "ablation"
+# The report's category of the stage's outputs.
+REPORT_CATEGORY = "Causal head checks"
 PRETRAINED = "pretrained"
 DISABLING = "head_disabling"
 FOUND_HEADS = "found_heads"
@@ -91,6 +93,8 @@ class Plan(StagePlan):
     """The causal head checks' plan (``STUDY.ablation``), with the input and params functions of rules/ablation.smk."""
 
     analyses: ClassVar[tuple[Analysis, ...]] = ANALYSES
+    stage: ClassVar[str] = STAGE
+    report_category: ClassVar[str] = REPORT_CATEGORY
 
     disabling_runs: list[tuple[str, str, int]]   # (model, task, seed) of a fine-tuned run
     found_heads_models: list[str]

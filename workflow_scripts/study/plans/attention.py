@@ -4,7 +4,7 @@ builds, and the table of dumps."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...core.errors import ConfigError
 from ...core.subjects import split_subject
@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from ..model import Study
 
 STAGE = "attention"
+# The report's category of the stage's outputs.
+REPORT_CATEGORY = "Attention"
 ANALYSES = (Analysis("attention_dumps", "(subject, checkpoint, corpus, split) x shard", tables=("attention_dumps",),
                      captions=("attention_dumps.rst",), sharded=True),)
 
@@ -21,6 +23,10 @@ ANALYSES = (Analysis("attention_dumps", "(subject, checkpoint, corpus, split) x 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Plan(StagePlan):
     """The attention stage's plan (``STUDY.attention``), with the input and params functions of rules/attention.smk."""
+
+    analyses: ClassVar[tuple[Analysis, ...]] = ANALYSES
+    stage: ClassVar[str] = STAGE
+    report_category: ClassVar[str] = REPORT_CATEGORY
 
     dumps: list[tuple[str, str, str, str]]    # (subject, checkpoint, corpus, split)
     # Those of ``dumps`` only a fine-tuned checkpoint's role analyses read (roles.finetuned)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .declarations import Analysis, StagePlan, declared_tables
 
@@ -11,6 +11,8 @@ if TYPE_CHECKING:
     from ..model import Study
 
 STAGE = "data"
+# The report's category of the stage's outputs.
+REPORT_CATEGORY = "Data"
 ANALYSES = (Analysis("data_summary", "the study", tables=("data_summary",), captions=("data_summary.rst",)),)
 
 
@@ -21,6 +23,10 @@ def plan(study: Study) -> Plan:
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Plan(StagePlan):
     """The data stage's plan, with the input and params functions of rules/data.smk (``STUDY.data``)."""
+
+    analyses: ClassVar[tuple[Analysis, ...]] = ANALYSES
+    stage: ClassVar[str] = STAGE
+    report_category: ClassVar[str] = REPORT_CATEGORY
 
     def source_files(self, corpus: str, split: str) -> list[str]:
         """The local files of a split: the mirror's or a local entry's (tracked, so touching one reruns its

@@ -43,19 +43,24 @@ class Analysis:
     ``sharded``: its jobs run per shard group of a dump and a gather job combines them;
     ``tables``: the study tables it writes (``tables/<name>.csv``); ``figures``: its figures' names (PNG and PDF
     under ``figures/<stage>/``; a name may hold ``{model}``-style fields its plan fills in);
-    ``captions``: the report captions of its outputs (files under ``report/``);
+    ``pages``: its self-contained HTML pages' names (``<stage>/<name>.html`` under the results; a name may hold
+    ``{model}``-style fields);
+    ``captions``: the report captions of its outputs (files under ``report/``), one per table, then per figure, then
+    per page;
     ``explorer_tables``: those of its tables the head explorer reads (its own sections, or ``explorer_measures``:
     the per-head columns that colour its grid);
     ``stack_key``: for an analysis whose one table only stacks its jobs' parts, the columns its rows are sorted by:
     the stage's generic table rule writes it (``<stage>_table``, e.g. ``surface_table``), its caption the analysis's
     first, and its plan's ``stacked_parts`` says which parts;
-    ``report_subcategory``: where the report files its table, under the stage's category.
+    ``report_subcategory``: where the report files its outputs, under the stage's category (its plan module's
+    ``REPORT_CATEGORY``).
     """
 
     name: str
     unit: str
     tables: tuple[str, ...] = ()
     figures: tuple[str, ...] = ()
+    pages: tuple[str, ...] = ()
     captions: tuple[str, ...] = ()
     sharded: bool = False
     explorer_tables: tuple[str, ...] = ()
@@ -70,6 +75,10 @@ class Analysis:
     def figure_caption_file(self, figure: str) -> str:
         """The caption file of one of its figures (a figure may share its table's name: sep_gradient)."""
         return self.captions[len(self.tables) + self.figures.index(figure)]
+
+    def page_caption_file(self, page: str) -> str:
+        """The caption file of one of its pages."""
+        return self.captions[len(self.tables) + len(self.figures) + self.pages.index(page)]
 
 
 def declared_tables(analyses: tuple[Analysis, ...]) -> list[str]:
@@ -116,8 +125,8 @@ class StagePlan:
 
     # The stage's declared analyses (its module's ANALYSES): its generic table rule's params functions read them.
     analyses: ClassVar[tuple[Analysis, ...]] = ()
-    # The stage's name (its figures' folder) and the report's category of its tables and figures (its module's
-    # STAGE and REPORT_CATEGORY): report_table and report_figure read them.
+    # The stage's name (its figures' and pages' folder) and the report's category of its tables, figures and pages
+    # (its module's STAGE and REPORT_CATEGORY): report_table, report_figure, report_page and report_stacked read them.
     stage: ClassVar[str] = ""
     report_category: ClassVar[str | None] = None
 
@@ -152,22 +161,34 @@ class StagePlan:
         return self._report(self.paths.table(name), analysis.table_caption_file(name), analysis)
 
     def report_figure(self, name: str) -> Any:
-        """The PNG of figure ``name`` (under ``figures/<stage>/``) as its rule's report() output, declared as a table
-        is; its PDF is a plain output of the rule."""
+        """The PNG of figure ``name`` (:meth:`figure_file`) as its rule's report() output, declared as a table is; its
+        PDF is a plain output of the rule."""
         analysis = self._declaring(name, "figures")
-        return self._report(self.paths.figure(self.stage, name, "png"), analysis.figure_caption_file(name), analysis)
+        return self._report(self.figure_file(name, "png"), analysis.figure_caption_file(name), analysis)
+
+    def report_page(self, name: str) -> Any:
+        """The HTML page ``name`` (``<stage>/<name>.html`` under the results) as its rule's report() output, declared
+        as a table is."""
+        analysis = self._declaring(name, "pages")
+        return self._report(self.paths.page(self.stage, name), analysis.page_caption_file(name), analysis)
 
     def report_stacked(self) -> Any:
         """The output of the stage's generic table rule (``<stage>_table``, ``table`` wildcard) as a report() output:
         its caption file shows each stacked table's own caption (``table_caption``), filed under the table's
-        subcategory (``table_subcategory``)."""
+        subcategory (``table_subcategory``), or under none where no stacked table of the stage declares one."""
         from snakemake.io import report
 
+        filed = any(analysis.report_subcategory for analysis in stacked_tables(self.analyses).values())
         return report(self.paths.table("{table}"), caption=f"../report/{stacked_table_caption(self.stage)}",
-                      category=self.report_category, subcategory=self.table_subcategory)
+                      category=self.report_category, subcategory=self.table_subcategory if filed else None)
+
+    def figure_file(self, name: str, ext: str) -> str:
+        """The file of declared figure ``name``: under ``figures/<stage>/`` (the report's plan files its figures in
+        folders of their own)."""
+        return self.paths.figure(self.stage, name, ext)
 
     def _declaring(self, name: str, kind: str) -> Analysis:
-        """The analysis whose ``kind`` ("tables" or "figures") holds ``name``."""
+        """The analysis whose ``kind`` ("tables", "figures" or "pages") holds ``name``."""
         for analysis in self.analyses:
             if name in getattr(analysis, kind):
                 return analysis

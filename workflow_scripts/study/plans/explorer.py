@@ -11,21 +11,28 @@ dumps of a few example inputs: a fine-tuned and analysed task's dev inputs befor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...core.errors import ConfigError
 from . import stage_plans
-from .declarations import StagePlan
+from .declarations import Analysis, StagePlan, analysis_named
 
 if TYPE_CHECKING:
     from ..model import Study
 
 STAGE = "explorer"
+# The report's category of the stage's outputs.
+REPORT_CATEGORY = "Head explorer"
 PRETRAINED = "pretrained"
 INDEX = "_index"
 # The report's tables the index (the atlas page) draws, those the study plans.
 ATLAS_TABLES = ("atlas", "role_agreement")
-ANALYSES = ()
+PAGES, INDEX_PAGE = "head_explorer", "explorer_index"
+ANALYSES = (
+    Analysis(PAGES, "model", pages=("{model}",), captions=("explorer_head_explorer.rst",)),
+    # The index lists every model's page ("_index": no model name starts with an underscore).
+    Analysis(INDEX_PAGE, "the study", pages=(INDEX,), captions=("explorer_index.rst",)),
+)
 
 
 def explorer_tables() -> list[str]:
@@ -38,6 +45,10 @@ def explorer_tables() -> list[str]:
 class Plan(StagePlan):
     """What every model's explorer page reads (``STUDY.explorer``), with the input and params functions of
     rules/explorer.smk."""
+
+    analyses: ClassVar[tuple[Analysis, ...]] = ANALYSES
+    stage: ClassVar[str] = STAGE
+    report_category: ClassVar[str] = REPORT_CATEGORY
 
     tables: dict[str, str] = field(default_factory=dict)  # table name -> path, the ones the study produces
     measures: list[dict[str, object]] = field(default_factory=list)  # ExplorerMeasure.as_params() of its tables
@@ -65,10 +76,11 @@ def plan(study: Study) -> Plan:
     measures = [measure.as_params() for plan in stage_plans(before=STAGE) for analysis in plan.ANALYSES
                 for measure in analysis.explorer_measures if measure.table in tables]
     corpus, split, task = _example_source(study)
-    pages = [study.paths.page(STAGE, model) for model in study.models]
-    # The index lists every model's page ("_index": no model name starts with an underscore).
+    pages = [study.paths.page(STAGE, page.format(model=model))
+             for model in study.models for page in analysis_named(ANALYSES, PAGES).pages]
+    index = [study.paths.page(STAGE, page) for page in analysis_named(ANALYSES, INDEX_PAGE).pages]
     return Plan(study=study, tables=tables, measures=measures, corpus=corpus, split=split, task=task,
-                outputs=[*pages, study.paths.page(STAGE, INDEX)] if pages else [])
+                outputs=[*pages, *index] if pages else [])
 
 
 def _example_source(study: Study) -> tuple[str | None, str | None, str | None]:

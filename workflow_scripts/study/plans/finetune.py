@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ...core.errors import ConfigError
 from ...finetune.tasks import checkpoint_name, task_seeds
@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from ..model import Study
 
 STAGE = "finetune"
+# The report's category of the stage's outputs.
+REPORT_CATEGORY = "Fine-tuning"
 ANALYSES = (Analysis("finetune_metrics", "(model, task, seed)", tables=("finetune_metrics",),
                      captions=("finetune_metrics.rst",)),)
 # The per-head analyses a fine-tuned checkpoint can be a subject of (roles.finetuned, docs/roles.md), in this order.
@@ -90,6 +92,10 @@ def _unmatched(study: Study, key: str, selector: str, saved: dict, runs: list) -
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Plan(StagePlan):
     """The fine-tuning stage's plan (``STUDY.finetune``), with the params functions of rules/finetune.smk."""
+
+    analyses: ClassVar[tuple[Analysis, ...]] = ANALYSES
+    stage: ClassVar[str] = STAGE
+    report_category: ClassVar[str] = REPORT_CATEGORY
 
     tasks: list[str]                      # the fine-tuned tasks
     runs: list[tuple[str, str, int]]      # (model, task, seed)

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from ..model import Study
 
 STAGE = "finetune_effects"
+# The report's category of the stage's outputs.
+REPORT_CATEGORY = "Fine-tuning effects"
 PER_TARGET = "(subject, checkpoint, task) of the task's dev dump"
 CLASSIFIER = "pattern_classifier"
 CHANGE = "finetune_change"
@@ -50,6 +52,8 @@ class Plan(StagePlan):
     functions of rules/finetune_effects.smk."""
 
     analyses: ClassVar[tuple[Analysis, ...]] = ANALYSES
+    stage: ClassVar[str] = STAGE
+    report_category: ClassVar[str] = REPORT_CATEGORY
 
     tasks: list[str]                          # the tasks whose dev inputs are analysed
     targets: list[tuple[str, str, str]]       # (subject, checkpoint, task)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .declarations import Analysis, StagePlan, declared_tables
 
@@ -11,6 +11,8 @@ if TYPE_CHECKING:
     from ..model import Study
 
 STAGE = "models"
+# The report's category of the stage's outputs.
+REPORT_CATEGORY = "Models"
 ANALYSES = (Analysis("models", "the study", tables=("models",), captions=("models.rst",),
                      explorer_tables=("models",)),)
 
@@ -23,6 +25,10 @@ def plan(study: Study) -> Plan:
 class Plan(StagePlan):
     """The models stage's plan, with the params functions of rules/models.smk (``STUDY.stage("models")``: the Study's
     ``models`` is its list of models)."""
+
+    analyses: ClassVar[tuple[Analysis, ...]] = ANALYSES
+    stage: ClassVar[str] = STAGE
+    report_category: ClassVar[str] = REPORT_CATEGORY
 
     def model_source(self, wc: Any) -> dict[str, Any]:
         """A params function: the keys of the job's model entry that say where it comes from (Study.model_source)."""

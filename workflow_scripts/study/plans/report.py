@@ -8,7 +8,7 @@ It runs after every analysis stage's plan and reads what they planned.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...core.stages import STAGES
 from ...core.subjects import subject_name
@@ -22,10 +22,13 @@ if TYPE_CHECKING:
     from ..model import Study
 
 STAGE = "report"
+# The report's category of the stage's outputs.
+REPORT_CATEGORY = "Summary"
 ANALYSES = (
     Analysis("paper_comparison", "the study", tables=("paper_comparison",), captions=("report_paper_comparison.rst",)),
-    # Figures under figures/summary/ and figures/signals/ (their own folders, named by what they show).
-    Analysis("summary", "subject", figures=("summary/{subject}",), captions=("report_summary_figure.rst",)),
+    # Figures under figures/summary/ and figures/signals/ (their own folders, named by what they show: figure_path);
+    # a summary page's field is its rule's wildcard, ``model``, which holds a subject.
+    Analysis("summary", "subject", figures=("summary/{model}",), captions=("report_summary_figure.rst",)),
     Analysis("signal_comparison", "the study, with more than one signal", tables=("signal_comparison",),
              figures=("signals/{model}",),
              captions=("report_signal_comparison.rst", "report_signal_comparison_figure.rst")),
@@ -51,6 +54,10 @@ class Plan(StagePlan):
     """The report's plan (``STUDY.report``): the tables it reads, and the inputs of its cross-study parts (each empty
     where the study has none)."""
 
+    analyses: ClassVar[tuple[Analysis, ...]] = ANALYSES
+    stage: ClassVar[str] = STAGE
+    report_category: ClassVar[str] = REPORT_CATEGORY
+
     tables: dict[str, str]                    # table name -> path, the tables the report reads that the study has
     absent: dict[str, str]                    # table name -> why the study has none
     signal_comparison_inputs: dict[str, str] = field(default_factory=dict)
@@ -61,6 +68,10 @@ class Plan(StagePlan):
     atlas_params: dict[str, Any] = field(default_factory=dict)
     role_agreement_pairs: list[dict[str, Any]] = field(default_factory=list)
     weight_subjects: list[tuple[str, str]] = field(default_factory=list)     # whose weights' digests are compared
+
+    def figure_file(self, name: str, ext: str) -> str:
+        """The file of a declared figure 'FOLDER/NAME' (:func:`figure_path`)."""
+        return figure_path(self.study, name, ext)
 
     def weight_checkpoints(self) -> list[str]:
         """The checkpoint records of ``weight_subjects``, in order (rule role_agreement's input)."""
@@ -77,7 +88,7 @@ def plan(study: Study) -> Plan:
     tables, absent = report_tables_of(study)
     comparison, summary = analysis_named(ANALYSES, "paper_comparison"), analysis_named(ANALYSES, "summary")
     outputs = [study.paths.table(name) for name in comparison.tables] + [
-        figure_path(study, figure.format(subject=subject), ext)
+        figure_path(study, figure.format(model=subject), ext)
         for figure in summary.figures for subject in study.subjects for ext in ("png", "pdf")]
     fields: dict[str, Any] = {}
     for part in (plan_signal_comparison, plan_head_development, plan_atlas, plan_role_agreement):
