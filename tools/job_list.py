@@ -1,6 +1,7 @@
 """Every job a study plans, as Snakemake builds them, to show that a change of the code leaves them as they were.
 
-    python tools/job_list.py write JOBS.json [--profile profiles/NAME] [--config KEY=VALUE ...]
+    python tools/job_list.py write JOBS.json [--profile profiles/NAME] [--configfile FILE] [--config KEY=VALUE ...]
+                                             [--snakefile SNAKEFILE --directory DIR]
     python tools/job_list.py compare BEFORE.json AFTER.json
 
 ``write`` builds the study's DAG as ``snakemake --dry-run --forceall`` does (Snakemake's own API, the profile's
@@ -36,15 +37,19 @@ def plain(value: Any) -> Any:
     return str(value)
 
 
-def report_flags(outputs: Any) -> dict[str, list[Any]]:
-    """The outputs a job files in the report: path -> [caption file, category, subcategory]."""
+def report_flags(outputs: Any, wildcards: Any) -> dict[str, list[Any]]:
+    """The outputs a job files in the report: path -> [caption file, category, subcategory], a category or
+    subcategory given as a function of the wildcards (as Snakemake allows) evaluated for the job's."""
     from snakemake.io import is_flagged
+
+    def of_job(value: Any) -> Any:
+        return plain(value(wildcards) if callable(value) else value)
 
     flags = {}
     for path in outputs:
         if is_flagged(path, "report"):
             entry = path.flags["report"]
-            flags[str(path)] = [plain(entry.caption), plain(entry.category), plain(entry.subcategory)]
+            flags[str(path)] = [plain(entry.caption), of_job(entry.category), of_job(entry.subcategory)]
     return flags
 
 
@@ -59,8 +64,10 @@ def profile_configfiles(profile: Path | None) -> list[str]:
     return [str(profile / f) for f in ([files] if isinstance(files, str) else files)]
 
 
-def job_list(profile: Path | None, config: list[str]) -> dict[str, dict[str, Any]]:
-    """Every job of the study, keyed by its rule and wildcards."""
+def job_list(profile: Path | None, config: list[str], *, configfiles: list[Path] = (),
+             snakefile: Path = REPO / "Snakefile", workdir: Path = REPO) -> dict[str, dict[str, Any]]:
+    """Every job of the study, keyed by its rule and wildcards (``snakefile`` run in ``workdir``: a copy of the
+    workflow, as the tests make, and its study folder)."""
     from snakemake.api import SnakemakeApi
     from snakemake.cli import parse_config
     from snakemake.settings.types import (
@@ -76,10 +83,10 @@ def job_list(profile: Path | None, config: list[str]) -> dict[str, dict[str, Any
     with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
         workflow_api = api.workflow(
             resource_settings=ResourceSettings(cores=2),
-            config_settings=ConfigSettings(configfiles=[Path(f) for f in profile_configfiles(profile)],
+            config_settings=ConfigSettings(configfiles=[*map(Path, profile_configfiles(profile)), *configfiles],
                                            config=parse_config(config)),
             storage_settings=StorageSettings(), workflow_settings=WorkflowSettings(),
-            snakefile=REPO / "Snakefile", workdir=REPO)
+            snakefile=snakefile, workdir=workdir)
         dag_api = workflow_api.dag(DAGSettings(forceall=True))
         dag_api.execute_workflow(executor="dryrun")
         workflow = workflow_api._workflow
@@ -91,7 +98,8 @@ def job_list(profile: Path | None, config: list[str]) -> dict[str, dict[str, Any
             jobs[key] = {"input": sorted(plain(list(job.input))), "output": plain(list(job.output)),
                          "log": plain(list(job.log)), "params": plain(params), "code_digest": plain(digest),
                          "resources": plain({k: v for k, v in job.resources.items() if not k.startswith("_")}),
-                         "threads": job.threads, "priority": job.priority, "report": report_flags(job.output)}
+                         "threads": job.threads, "priority": job.priority,
+                         "report": report_flags(job.output, job.wildcards)}
         return jobs
 
 
@@ -113,13 +121,19 @@ def main(argv: list[str] | None = None) -> int:
     write = commands.add_parser("write", help="write every job of a study")
     write.add_argument("output", type=Path)
     write.add_argument("--profile", type=Path, help="a profile folder, e.g. profiles/offline")
+    write.add_argument("--configfile", type=Path, action="append", default=[], help="a study config, after the "
+                       "profile's")
     write.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE")
+    write.add_argument("--snakefile", type=Path, default=REPO / "Snakefile", help="another copy of the workflow")
+    write.add_argument("--directory", type=Path, default=REPO, help="the folder the study is run in")
     both = commands.add_parser("compare", help="compare two job lists")
     both.add_argument("before", type=Path)
     both.add_argument("after", type=Path)
     args = parser.parse_args(argv)
     if args.command == "write":
-        jobs = job_list(args.profile.resolve() if args.profile else None, args.config)
+        jobs = job_list(args.profile.resolve() if args.profile else None, args.config,
+                        configfiles=[path.resolve() for path in args.configfile], snakefile=args.snakefile.resolve(),
+                        workdir=args.directory.resolve())
         args.output.write_text(json.dumps(jobs, indent=1, sort_keys=True))
         print(f"{len(jobs)} jobs written to {args.output}")
         return 0

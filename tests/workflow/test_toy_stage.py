@@ -1,5 +1,6 @@
-"""A stage added for real, as docs/contributing.md's recipe "Add a stage" says, on a copy of the workflow: the files it
-takes, that the dry run plans its job, and that the job runs and writes what it should.
+"""A stage and a per-head measure added for real, as docs/contributing.md's recipes say ("Add a stage", "Recipe: add an
+analysis"), each on a copy of the workflow: the files it takes, counted from the copy's real diff, that its jobs are
+planned and run, and that they write what they should.
 
 The toy stage ``token_counts`` counts the examples, tokens and special tokens of each model's surface token table
 (values known by construction: the test counts them itself from the same table). Its files are the ones a stage
@@ -9,12 +10,18 @@ adds its docs page and tests).
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from support.paths import REPO
 from support.workflow_runs import console, copy_study, copy_workflow, planned_outputs, snakemake
+from workflow_scripts.study.plans.surface import REPORT_CATEGORY
 
 STAGE = "token_counts"
 
@@ -160,3 +167,64 @@ def test_a_new_stage_is_a_handful_of_files_and_its_job_plans_and_runs(tiny_study
     row = counts.iloc[0]
     assert (row["examples"], row["tokens"]) == (tokens["example_id"].nunique(), len(tokens))
     assert row["special_share"] == float(tokens["special"].mean())
+
+
+# --- a per-head measure: its science and one registration (docs/contributing.md, "Recipe: add an analysis") ------
+
+MEASURE = "row_sum"
+MEASURE_CAPTION = "Each head's attention summed over a query's keys, averaged over queries (1 by construction)."
+MEASURE_MODULE = (f"workflow_scripts/surface/{MEASURE}.py", '''
+    """A test's head measure: every query's attention summed over its keys (a distribution: 1 by construction)."""
+
+    from __future__ import annotations
+
+    import numpy as np
+
+
+    def row_sum_sums(attention: np.ndarray, tokens) -> tuple[np.ndarray, float]:
+        """(layers, heads) summed row sums of the example's queries; the number of queries."""
+        return attention.sum(axis=(-1, -2), dtype=np.float64), float(attention.shape[-1])
+    ''')
+MEASURES_FILE = "workflow_scripts/surface/measures.py"
+
+
+def add_head_measure(workflow: Path) -> None:
+    """Write the measure's module and register it in the copy's HEAD_MEASURES."""
+    name, content = MEASURE_MODULE
+    (workflow / name).write_text(textwrap.dedent(content).lstrip(), encoding="utf-8")
+    measures = workflow / MEASURES_FILE
+    text = measures.read_text(encoding="utf-8")
+    assert "from .same_word import same_word_sums\n" in text and text.rstrip().count("\n)\n") >= 1
+    text = text.replace("from .same_word import same_word_sums\n",
+                        "from .row_sum import row_sum_sums\nfrom .same_word import same_word_sums\n")
+    registration = f'    HeadMeasure("{MEASURE}", "row sum", "share", row_sum_sums, caption={MEASURE_CAPTION!r}),\n)\n'
+    end = text.index("\n)\n", text.index("HEAD_MEASURES"))
+    measures.write_text(text[:end + 1] + registration + text[end + 3:], encoding="utf-8")
+
+
+def test_a_new_head_measure_is_two_files_and_gets_its_table_caption_and_report_entry(tiny_study, tmp_path):
+    snakefile = copy_workflow(tmp_path / "workflow")
+    before = file_contents(snakefile.parent)
+    add_head_measure(snakefile.parent)
+    touched = changed_files(before, file_contents(snakefile.parent))
+    assert touched == sorted([MEASURE_MODULE[0], MEASURES_FILE])  # the issue's bound: at most 3 files
+    work = copy_study(tiny_study, tmp_path / "study")
+    table = work / "results" / "tables" / f"{MEASURE}.csv"
+    run = snakemake(work, str(table.relative_to(work)), "--rerun-triggers", "mtime", snakefile=snakefile)
+    assert run.returncode == 0, console(run)[-4000:]
+    rows = pd.read_csv(table)
+    # Every query's attention is a distribution: each head's measure is 1 (float16 maps), over every token.
+    np.testing.assert_allclose(rows[MEASURE], 1.0, atol=2e-3)
+    tokens = pd.read_parquet(next((work / "results" / "tokens").glob("*/wiki/segments.parquet")))
+    assert set(rows["n_units"]) == {len(tokens)} and {"pretrained", "random"} <= set(rows["checkpoint"])
+    # Its report entry, as Snakemake plans it in the copy: the stacked table's caption file, the surface stage's
+    # category, the head measures' subcategory, and the declared caption as the rule's params.
+    jobs_file = tmp_path / "jobs.json"
+    listed = subprocess.run([sys.executable, str(REPO / "tools" / "job_list.py"), "write", str(jobs_file),
+                             "--configfile", str(work / "tiny.yaml"), "--snakefile", str(snakefile),
+                             "--directory", str(work)], capture_output=True, text=True, cwd=work)
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    job = json.loads(jobs_file.read_text())[f"surface_table table={MEASURE}"]
+    [(path, entry)] = job["report"].items()
+    assert path.endswith(f"tables/{MEASURE}.csv") and entry[0].endswith("report/surface_table.rst")
+    assert entry[1:] == [REPORT_CATEGORY, "Head measures"] and job["params"]["caption"] == MEASURE_CAPTION
