@@ -83,11 +83,11 @@ ruleorder: treebank_token_table > token_table
 # A model entry that sets prepend_bos (true: a BOS first; false: none, even where its tokenizer adds one) has its
 # token tables made by these two rules, which pass it: only they have the key among their params, so setting it
 # rebuilds that model's branch alone, and a study that sets it for no model has neither rule.
-if STUDY.bos_models:
+if STUDY.attention.bos_models:
 
     use rule token_table as bos_token_table with:
         wildcard_constraints:
-            model="|".join(re.escape(model) for model in STUDY.bos_models),
+            model="|".join(re.escape(model) for model in STUDY.attention.bos_models),
         params:
             max_length=STUDY.attention.max_length,
             max_examples=STUDY.attention.max_examples,
@@ -97,7 +97,7 @@ if STUDY.bos_models:
     use rule treebank_token_table as bos_treebank_token_table with:
         wildcard_constraints:
             corpus="|".join(STUDY.treebank_corpora),
-            model="|".join(re.escape(model) for model in STUDY.bos_models),
+            model="|".join(re.escape(model) for model in STUDY.attention.bos_models),
         params:
             max_length=STUDY.attention.max_length,
             max_examples=STUDY.attention.max_examples,
@@ -122,7 +122,7 @@ rule extract_attention:
     log:
         STUDY.paths.log("attention", "{model}_{checkpoint}_{corpus}_{split}.{shard}"),
     wildcard_constraints:
-        shard="|".join(STUDY.shard_stems),
+        shard="|".join(STUDY.attention.shard_stems),
     conda:
         "../envs/models.yaml"
     threads: ATTENTION["threads"]
@@ -152,12 +152,12 @@ rule attention_dump_manifest:
     input:
         shards=expand(
             STUDY.paths.dump_shard("{model}", "{checkpoint}", "{corpus}", "{split}", "{shard}"),
-            shard=STUDY.shard_stems,
+            shard=STUDY.attention.shard_stems,
             allow_missing=True,
         ),
         records=expand(
             STUDY.paths.dump_record("{model}", "{checkpoint}", "{corpus}", "{split}", "{shard}"),
-            shard=STUDY.shard_stems,
+            shard=STUDY.attention.shard_stems,
             allow_missing=True,
         ),
     output:

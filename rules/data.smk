@@ -30,7 +30,7 @@ rule glue_table:
     log:
         STUDY.paths.log("data", "{task}_{split}"),
     wildcard_constraints:
-        task=STUDY.entry_pattern("glue"),
+        task=STUDY.data.entry_pattern("glue"),
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -53,7 +53,7 @@ rule wic_table:
     log:
         STUDY.paths.log("data", "{task}_{split}"),
     wildcard_constraints:
-        task=STUDY.entry_pattern("wic"),
+        task=STUDY.data.entry_pattern("wic"),
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -77,7 +77,7 @@ rule task_table:
     log:
         STUDY.paths.log("data", "{task}_{split}"),
     wildcard_constraints:
-        task=STUDY.entry_pattern("hub", "table"),
+        task=STUDY.data.entry_pattern("hub", "table"),
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -100,7 +100,7 @@ rule treebank_table:
     log:
         STUDY.paths.log("data", "{treebank}_{split}"),
     wildcard_constraints:
-        treebank=STUDY.entry_pattern("treebank"),
+        treebank=STUDY.data.entry_pattern("treebank"),
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -128,7 +128,7 @@ rule coreference_mentions:
     log:
         STUDY.paths.log("data", "{treebank}_{split}_mentions"),
     wildcard_constraints:
-        treebank=STUDY.entry_pattern("treebank"),
+        treebank=STUDY.data.entry_pattern("treebank"),
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -197,7 +197,7 @@ rule glove_vectors:
 
 rule data_summary:
     input:
-        STUDY.data_tables(),
+        STUDY.data.data_tables(),
     output:
         STUDY.data.report_table("data_summary"),
     log:

@@ -32,7 +32,7 @@ rule paper_comparison:
         runtime=10,
     params:
         absent=STUDY.report.absent,
-        context=STUDY.report_context(),
+        context=STUDY.report.report_context(),
     script:
         "scripts/entry.py"
 
@@ -54,7 +54,7 @@ rule summary_figure:
         runtime=10,
     params:
         absent=STUDY.report.absent,
-        context=STUDY.report_context(),
+        context=STUDY.report.report_context(),
     script:
         "scripts/entry.py"
 

@@ -5,7 +5,7 @@
 # and draw the figures under {results}/figures/syntax/. See docs/syntax.md.
 
 SYNTAX = STUDY.config["syntax"]
-COREF_CORPUS = STUDY.coref_corpus
+COREF_CORPUS = STUDY.syntax.coref_corpus
 SYNTAX_SELECT, SYNTAX_SCORE = SYNTAX["select_split"], SYNTAX["score_split"]
 
 

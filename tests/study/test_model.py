@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from support.entries import TASKS
@@ -29,7 +31,7 @@ def test_adding_rte_to_the_tasks_adds_exactly_its_runs_dumps_and_parts():
     seeds = after.config["finetune"]["seeds"]
     steps = after.config["finetune"]["save_steps"]
 
-    assert set(after.data_tables()) - set(before.data_tables()) == {
+    assert set(after.data.data_tables()) - set(before.data.data_tables()) == {
         f"R/data/rte/{split}.parquet" for split in TASKS["rte"].splits}
     assert set(TASKS["rte"].splits) >= {"train", "dev"}
     assert set(after.finetune.runs) - set(before.finetune.runs) == {(MODEL, "rte", seed) for seed in seeds}
@@ -106,22 +108,24 @@ def test_offline_a_listed_task_without_its_train_split_is_an_error(tmp_path):
 def test_trajectory_adds_the_intermediate_checkpoints_in_training_order():
     config = {**one_model(tasks=["cola"]), "finetune": {"seeds": [1], "save_steps": [10, 20]},
               "finetune_effects": {"trajectory": True}}
-    study = study_of(config)
-    assert study.effects_checkpoints(MODEL, "cola") == ["pretrained", "cola.seed1.step10", "cola.seed1.step20",
-                                                         "cola.seed1.final"]
+    effects = study_of(config).finetune_effects
+    assert effects.effects_checkpoints(MODEL, "cola") == ["pretrained", "cola.seed1.step10", "cola.seed1.step20",
+                                                          "cola.seed1.final"]
     config["finetune_effects"]["trajectory"] = False
-    assert study_of(config).effects_checkpoints(MODEL, "cola") == ["pretrained", "cola.seed1.final"]
+    effects = study_of(config).finetune_effects
+    assert effects.effects_checkpoints(MODEL, "cola") == ["pretrained", "cola.seed1.final"]
 
 
 def test_the_report_context_carries_what_the_config_selects():
-    context = study_of({**one_model(tasks=["cola"]), "attention": {"input_protocol": "text"}}).report_context()
+    study = study_of({**one_model(tasks=["cola"]), "attention": {"input_protocol": "text"}})
+    context = study.report.report_context()
     assert context["models"] == [MODEL] and context["tasks"] == ["cola"]
     assert context["finetuned_tasks"] == ["cola"] and context["input_protocol"] == "text"
 
 
 def test_model_source_leaves_out_how_a_model_is_used():
     study = study_of()
-    assert study.model_source(MODEL) == {"hub": "google-bert/bert-base-uncased"}
+    assert study.stage("models").model_source(SimpleNamespace(model=MODEL)) == {"hub": "google-bert/bert-base-uncased"}
 
 
 def test_the_plans_input_functions_follow_the_wildcards_and_the_study():
@@ -156,5 +160,5 @@ def test_the_plans_input_functions_follow_the_wildcards_and_the_study():
 ])
 def test_analysis_jobs_read_groups_of_consecutive_shards(num_shards, per_job, groups):
     study = study_of({"attention": {"num_shards": num_shards, "analysis_shards_per_job": per_job}})
-    assert study.shard_stems == [f"shard-{i:04d}-of-{num_shards:04d}" for i in range(num_shards)]
+    assert study.attention.shard_stems == [f"shard-{i:04d}-of-{num_shards:04d}" for i in range(num_shards)]
     assert study.shard_groups == groups

@@ -35,7 +35,7 @@ def test_a_local_malt_tab_treebank_plans_its_dumps_heads_and_probes_and_skips_na
     assert {t for _, _, t, _, _ in study.syntax.probe_parts()} == {"ewt", "ptb"}
     assert any("'ptb' has no relation labels" in note for note in study.notes)
     # the paper comparison and the summary read the first labelled treebank; both are named in the report
-    context = study.report_context()
+    context = study.report.report_context()
     assert context["syntax_treebank"] == "ewt" and context["treebank_names"]["ptb"] == "WSJ sample"
     assert "ptb" in study.treebank_corpora and "ptbwin" in study.treebank_corpora
 
@@ -48,7 +48,7 @@ def test_adding_the_treebank_adds_exactly_its_branch(tmp_path):
                      for c in ("pretrained", "random") for e in ("png", "pdf")}
     assert set(after.attention.dumps) - set(before.attention.dumps) == {
         (MODEL, c, "ptb", s) for c in ("pretrained", "random") for s in ("train", "dev")}
-    assert set(after.data_tables()) - set(before.data_tables()) == {"R/data/ptb/train.parquet",
+    assert set(after.data.data_tables()) - set(before.data.data_tables()) == {"R/data/ptb/train.parquet",
                                                                     "R/data/ptb/dev.parquet"}
 
 
@@ -65,7 +65,7 @@ def test_a_local_csv_task_is_fine_tuned_and_analysed_like_a_built_in_one(tmp_pat
     assert (spec.reader, spec.is_pair, spec.main_metric, spec.labels) == ("table", False, "accuracy",
                                                                          ("negative", "positive"))
     assert [r for r in study.finetune.runs if r[1] == "reviews"] == [(MODEL, "reviews", 42)]
-    assert "reviews" in study.finetune_effects.tasks and study.entry_pattern("hub", "table") == "reviews"
+    assert "reviews" in study.finetune_effects.tasks and study.data.entry_pattern("hub", "table") == "reviews"
     assert "wic_marking" not in study.finetune_settings("reviews", MODEL)
     assert study.data.source_files("reviews", "dev") == [str(folder / "dev.csv")]
 

@@ -41,7 +41,7 @@ def _text(body: str) -> str:
     {"annotator": "stanza", "stanza_dir": f"{LINK}/.. include:: x", "stanza_models": None},
 ])
 def test_config_text_in_a_caption_shows_literally_and_is_no_markup(caption, annotation):
-    context = study_of({**one_model(tasks=["cola"]), "annotation": annotation}).report_context()
+    context = study_of({**one_model(tasks=["cola"]), "annotation": annotation}).report.report_context()
     body = _rendered(caption, context)
     assert "<script" not in body and "href=\"javascript" not in body and "system-message" not in body
     # The words are all there, as written (line breaks as spaces).
@@ -50,7 +50,7 @@ def test_config_text_in_a_caption_shows_literally_and_is_no_markup(caption, anno
 
 @pytest.mark.parametrize("caption", CAPTIONS)
 def test_the_default_annotator_reads_as_before(caption):
-    context = study_of(one_model(tasks=["cola"])).report_context()
+    context = study_of(one_model(tasks=["cola"])).report.report_context()
     assert context["annotator"] == "stanza with the models of resources/stanza/en"  # config.yaml's
     assert f"by {context['annotator']}" in _text(_rendered(caption, context))
 
@@ -58,6 +58,7 @@ def test_the_default_annotator_reads_as_before(caption):
 def test_the_same_text_unescaped_would_be_markup():
     """The check above is no tautology: the plain annotator text, put in as is, runs and links."""
     context = study_of({**one_model(tasks=["cola"]), "annotation": {"annotator": "spacy", "spacy_model": RAW}})
-    assert "<script>window.__pwned=1</script>" in _rendered(CAPTIONS[0], context.report_context(), key="annotator")
+    rendered = _rendered(CAPTIONS[0], context.report.report_context(), key="annotator")
+    assert "<script>window.__pwned=1</script>" in rendered
     linked = study_of({**one_model(tasks=["cola"]), "annotation": {"annotator": "spacy", "spacy_model": LINK}})
-    assert 'href="javascript:' in _rendered(CAPTIONS[0], linked.report_context(), key="annotator")
+    assert 'href="javascript:' in _rendered(CAPTIONS[0], linked.report.report_context(), key="annotator")

@@ -49,10 +49,11 @@ def test_each_signal_is_a_subject_with_its_own_dumps_and_analyses_but_the_models
         assert _of(subject, study.finetune_effects.targets) == {(c, t) for _, c, t in plain.finetune_effects.targets}
         assert f"R/figures/summary/{subject}.png" in study.outputs()
     # ... the fine-tuned checkpoints a signal subject analyses are its model's ...
-    assert study.effects_checkpoints(f"{MODEL}@norm", "cola") == study.effects_checkpoints(MODEL, "cola")
+    effects = study.finetune_effects
+    assert effects.effects_checkpoints(f"{MODEL}@norm", "cola") == effects.effects_checkpoints(MODEL, "cola")
     # ... except the gradient with respect to the attention weights, a property of the weights alone.
     assert study.surface.gradient_pairs == plain.surface.gradient_pairs == plain.surface.pairs
-    assert study.report_context()["models"] == study.subjects
+    assert study.report.report_context()["models"] == study.subjects
     # The model's card, explorer page and ablations stay the model's.
     assert study.ablation.disabling_runs == plain.ablation.disabling_runs
     assert study.stage("explorer").outputs == plain.stage("explorer").outputs

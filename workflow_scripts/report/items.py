@@ -60,7 +60,7 @@ class StudyContext:
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> StudyContext:
-        """The context from a rule's ``params.context`` (``Study.report_context()``); unknown keys are ignored,
+        """The context from a rule's ``params.context`` (``STUDY.report.report_context()``); unknown keys are ignored,
         missing ones take their defaults (a context of an older study has no syntax_treebank, treebank_names
         or languages)."""
         tuples = ("models", "relations", "tasks", "finetuned_tasks", "analysed_tasks", "role_checkpoints")

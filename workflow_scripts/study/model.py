@@ -19,14 +19,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..attention.shards import shard_groups, shard_stem
+from ..attention.shards import shard_groups
 from ..core.errors import ConfigError
 from ..core.stages import STAGES
 from ..core.subjects import base_model, subject_name
 from ..data.corpora import WINDOW_SUFFIX, Corpora
 from ..data.entries import TaskSpec
-from ..finetune.tasks import RunSettings, checkpoint_name, task_settings
-from .annotation import annotation_settings, caption_text, describe_annotators
+from ..finetune.tasks import RunSettings, task_settings
+from .annotation import annotation_settings
 from .checks import selected_corpora, selected_splits
 from .checks.path_names import path_name_problems
 from .paths import ResultPaths
@@ -93,22 +93,10 @@ class Study:
         return list(self.config["study"]["models"])
 
     @property
-    def bos_models(self) -> list[str]:
-        """The study's models whose entry sets prepend_bos (rules/attention.smk's bos_ token-table rules)."""
-        return [model for model in self.models if self.config["models"][model].get("prepend_bos") is not None]
-
-    @property
     def subjects(self) -> list[str]:
         """What the analyses run on: each model through each of attention.signals (docs/signals.md), the
         model's name for the attention weights, MODEL@SIGNAL for another signal."""
         return [subject_name(model, signal) for model in self.models for signal in self.config["attention"]["signals"]]
-
-    @property
-    def shard_stems(self) -> list[str]:
-        """The ``shard`` wildcard's values, shard-IIII-of-NNNN for N = attention.num_shards: the jobs that run
-        per shard of a dump (extraction, and the analyses that sum over its examples)."""
-        count = self.config["attention"]["num_shards"]
-        return [shard_stem(index, count) for index in range(count)]
 
     @property
     def shard_groups(self) -> list[str]:
@@ -128,22 +116,6 @@ class Study:
         """How a corpus's text is annotated (workflow_scripts/study/annotation.py)."""
         return annotation_settings(self.config, self.corpora, corpus)
 
-    def annotator_description(self) -> str:
-        """Who annotates the study's text without gold annotation, with which models (the report says it)."""
-        return describe_annotators(self.config, self.corpora)
-
-    def entry_pattern(self, *readers: str) -> str:
-        """The wildcard constraint of a data rule: the names of the entries it reads ('treebank', or task
-        readers 'glue', 'wic', 'hub', 'table'); a pattern that matches nothing when there are none."""
-        names = list(self.corpora.treebanks) if readers == ("treebank",) else [
-            name for name, spec in self.corpora.tasks.items() if spec.reader in readers]
-        return "|".join(sorted(names, key=len, reverse=True)) or "(?!x)x"
-
-    @property
-    def coref_corpus(self) -> str:
-        """The coreference windows' corpus: syntax.coref_treebank's documents cut into windows (gumwin)."""
-        return self.config["syntax"]["coref_treebank"] + WINDOW_SUFFIX
-
     @property
     def treebank_corpora(self) -> list[str]:
         """Corpora with gold words, fed under attention.input_protocol: the treebanks and their windows."""
@@ -153,44 +125,12 @@ class Study:
         """The weights' type of a subject's model in its forward-only passes (the entry's ``dtype``)."""
         return self.config["models"][base_model(subject)]["dtype"]
 
-    def model_source(self, model: str) -> dict[str, Any]:
-        """The keys of a model entry that say where it comes from (not how it is used, e.g. max_length),
-        so that changing a usage setting does not rebuild the model card or its checkpoints."""
-        entry = self.config["models"][model]
-        keys = ("hub", "path", "revision", *(("package", "subdir") if entry.get("package") else ()))
-        return {k: v for k, v in entry.items() if k in keys}
-
-    def data_tables(self) -> list[str]:
-        """Every data table the study builds (with the mention tables of the coreference treebanks)."""
-        tables = [self.paths.data_table(c, s) for c, splits in self.splits.items() for s in splits]
-        for treebank in self.config["data"]["coreference_treebanks"]:
-            tables += [self.paths.mentions_table(treebank, s) for s in self.splits.get(treebank, [])]
-        return tables
-
     def finetune_settings(self, task: str, model: str | None = None) -> RunSettings:
         """A task's run settings ('finetune' with 'finetune.per_task.{task}' on top); max_length null means
         the model entry's max_length."""
         model_max = self.config["models"][model].get("max_length") if model else None
         return task_settings(self.config["finetune"], task, model_max,
                              marks_target_word=self.corpora.tasks[task].reader == "wic")
-
-    def finetuned_checkpoints(self, model: str, tasks: list[str] | None = None, final_only: bool = False) -> list[str]:
-        """Names of the fine-tuned checkpoints of ``model``, in training order per run: each step, then final."""
-        names = []
-        for m, task, seed in self.stage("finetune").runs:
-            if m != base_model(model) or (tasks is not None and task not in tasks):
-                continue
-            steps = [] if final_only else self.finetune_settings(task)["save_steps"]
-            names += [checkpoint_name(task, seed, step) for step in [*steps, "final"]]
-        return names
-
-    def effects_checkpoints(self, model: str, task: str) -> list[str]:
-        """pretrained, then the task's fine-tuned checkpoints in order (final only without trajectory)."""
-        names = ["pretrained"]
-        if task in self.stage("finetune").tasks:
-            trajectory = self.config["finetune_effects"]["trajectory"]
-            names += self.finetuned_checkpoints(model, [task], final_only=not trajectory)
-        return names
 
     @property
     def syntax_treebank(self) -> str:
@@ -199,35 +139,6 @@ class Study:
         analysed = [treebank for treebank in self.config["syntax"]["treebanks"] if treebank in targets]
         labelled = [t for t in analysed if self.corpora.treebanks[t].labelled]
         return (labelled or analysed or ["ewt"])[0]
-
-    def report_context(self) -> dict[str, Any]:
-        """What the config selects, for the report's reasons and protocol labels (report.items.StudyContext)."""
-        syntax = self.config["syntax"]
-        return {
-            # Every subject (model, or MODEL@SIGNAL) the tables have rows of, side by side in the report.
-            "models": self.subjects,
-            "relations": list(syntax["relations"]),
-            "select_split": syntax["select_split"],
-            "score_split": syntax["score_split"],
-            "tasks": list(self.config["study"]["tasks"]),
-            "finetuned_tasks": list(self.stage("finetune").tasks),
-            "analysed_tasks": list(self.stage("finetune_effects").tasks),
-            "predictions": self.config["finetune_effects"]["predictions"],
-            "glove": self.config["study"]["glove"],
-            "annotator": self.annotator_description(),
-            # The same, as the captions' RST shows it literally (it holds free config text: annotation.py).
-            "annotator_caption": caption_text(self.annotator_description()),
-            # How treebank sentences were fed (the captions say it; the tables carry it per row).
-            "input_protocol": self.config["attention"]["input_protocol"],
-            "syntax_treebank": self.syntax_treebank,
-            "treebank_names": {name: entry.display for name, entry in self.corpora.treebanks.items()},
-            "languages": {name: self.corpora.language(name) for name in self.splits},
-            # The bootstrap resamples B of the syntax tables: a p-value at the floor 1/B prints as "p < 1/B".
-            "resamples": syntax["bootstrap_resamples"],
-            # Measured for their head roles alone: role agreement's, not the paper comparison's (docs/roles.md).
-            "role_checkpoints": sorted({checkpoint for _, checkpoint in self.stage("finetune").role_checkpoints}
-                                       - set(self.config["attention"]["checkpoints"])),
-        }
 
     def outputs(self) -> list[str]:
         """The final outputs of the study (rule all), stage by stage: of the stages planned so far while planning."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ...attention.shards import shard_stem
 from ...core.errors import ConfigError
 from ...core.subjects import split_subject
 from .declarations import Analysis, StagePlan, declared_tables
@@ -31,6 +32,19 @@ class Plan(StagePlan):
     dumps: list[tuple[str, str, str, str]]    # (subject, checkpoint, corpus, split)
     # Those of ``dumps`` only a fine-tuned checkpoint's role analyses read (roles.finetuned)
     role_dumps: list[tuple[str, str, str, str]]
+
+    @property
+    def bos_models(self) -> list[str]:
+        """The study's models whose entry sets prepend_bos (rules/attention.smk's bos_ token-table rules)."""
+        config = self.study.config
+        return [model for model in self.study.models if config["models"][model].get("prepend_bos") is not None]
+
+    @property
+    def shard_stems(self) -> list[str]:
+        """The ``shard`` wildcard's values, shard-IIII-of-NNNN for N = attention.num_shards: the jobs that run
+        per shard of a dump (extraction, and the analyses that sum over its examples)."""
+        count = self.study.config[STAGE]["num_shards"]
+        return [shard_stem(index, count) for index in range(count)]
 
     # --- the input and params functions of rules/attention.smk ------------------------------------------------
 
@@ -88,7 +102,7 @@ class Plan(StagePlan):
 
     def shard_index(self, wc: Any) -> int:
         """A params function: the index of the job's shard among the dump's (``shard`` wildcard)."""
-        return self.study.shard_stems.index(wc.shard)
+        return self.shard_stems.index(wc.shard)
 
     def signal(self, wc: Any) -> str:
         """A params function: the job's subject's signal (MODEL@SIGNAL; docs/signals.md)."""

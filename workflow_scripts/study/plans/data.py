@@ -28,6 +28,22 @@ class Plan(StagePlan):
     stage: ClassVar[str] = STAGE
     report_category: ClassVar[str] = REPORT_CATEGORY
 
+    def data_tables(self) -> list[str]:
+        """Every data table the study builds (with the mention tables of the coreference treebanks)."""
+        study = self.study
+        tables = [self.paths.data_table(c, s) for c, splits in study.splits.items() for s in splits]
+        for treebank in study.config[STAGE]["coreference_treebanks"]:
+            tables += [self.paths.mentions_table(treebank, s) for s in study.splits.get(treebank, [])]
+        return tables
+
+    def entry_pattern(self, *readers: str) -> str:
+        """The wildcard constraint of a data rule: the names of the entries it reads ('treebank', or task
+        readers 'glue', 'wic', 'hub', 'table'); a pattern that matches nothing when there are none."""
+        corpora = self.study.corpora
+        names = list(corpora.treebanks) if readers == ("treebank",) else [
+            name for name, spec in corpora.tasks.items() if spec.reader in readers]
+        return "|".join(sorted(names, key=len, reverse=True)) or "(?!x)x"
+
     def source_files(self, corpus: str, split: str) -> list[str]:
         """The local files of a split: the mirror's or a local entry's (tracked, so touching one reruns its
         table), or none to download."""

@@ -104,7 +104,7 @@ def _example_source(study: Study) -> tuple[str | None, str | None, str | None]:
 
 def final_checkpoint(study: Study, model: str, task: str) -> str | None:
     """The task's final fine-tuned checkpoint of ``model`` (first seed), None where the study fine-tunes none."""
-    names = study.finetuned_checkpoints(model, [task], final_only=True)
+    names = study.stage("finetune").finetuned_checkpoints(model, [task], final_only=True)
     return names[0] if names else None
 
 

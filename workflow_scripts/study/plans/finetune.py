@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from ...core.errors import ConfigError
+from ...core.subjects import base_model
 from ...finetune.tasks import checkpoint_name, task_seeds
 from .declarations import Analysis, StagePlan, declared_tables
 
@@ -109,3 +110,13 @@ class Plan(StagePlan):
     def settings(self, task: str):
         """A params function: the task's run settings for the job's model (its max_length when null)."""
         return lambda wc: self.study.finetune_settings(task, wc.model).params()
+
+    def finetuned_checkpoints(self, model: str, tasks: list[str] | None = None, final_only: bool = False) -> list[str]:
+        """Names of the fine-tuned checkpoints of ``model``, in training order per run: each step, then final."""
+        names = []
+        for m, task, seed in self.runs:
+            if m != base_model(model) or (tasks is not None and task not in tasks):
+                continue
+            steps = [] if final_only else self.study.finetune_settings(task)["save_steps"]
+            names += [checkpoint_name(task, seed, step) for step in [*steps, "final"]]
+        return names

@@ -4,6 +4,7 @@ are analysed (``finetune_effects.tasks``) and at which checkpoints."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .declarations import Analysis, StagePlan, declared_figures, declared_tables
@@ -40,10 +41,9 @@ ANALYSES = (
 
 def plan(study: Study) -> Plan:
     tasks = chosen_tasks(study, STAGE, lambda t: (study.dev_split(t),), "analysed")
-    targets = [(m, c, t) for m in study.subjects for t in tasks for c in study.effects_checkpoints(m, t)]
     outputs = ([study.paths.table(name) for name in declared_tables(ANALYSES)]
                + study.paths.figures(STAGE, declared_figures(ANALYSES)) if tasks else [])
-    return Plan(study=study, tasks=tasks, targets=targets, outputs=outputs)
+    return Plan(study=study, tasks=tasks, outputs=outputs)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -56,7 +56,20 @@ class Plan(StagePlan):
     report_category: ClassVar[str] = REPORT_CATEGORY
 
     tasks: list[str]                          # the tasks whose dev inputs are analysed
-    targets: list[tuple[str, str, str]]       # (subject, checkpoint, task)
+
+    @cached_property
+    def targets(self) -> list[tuple[str, str, str]]:
+        """(subject, checkpoint, task) of every part: each subject on each task at :meth:`effects_checkpoints`."""
+        return [(m, c, t) for m in self.study.subjects for t in self.tasks for c in self.effects_checkpoints(m, t)]
+
+    def effects_checkpoints(self, model: str, task: str) -> list[str]:
+        """pretrained, then the task's fine-tuned checkpoints in order (final only without trajectory)."""
+        names = ["pretrained"]
+        finetune = self.study.stage("finetune")
+        if task in finetune.tasks:
+            trajectory = self.study.config[STAGE]["trajectory"]
+            names += finetune.finetuned_checkpoints(model, [task], final_only=not trajectory)
+        return names
 
     @property
     def pretrained_only(self) -> list[str]:

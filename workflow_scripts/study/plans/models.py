@@ -31,5 +31,9 @@ class Plan(StagePlan):
     report_category: ClassVar[str] = REPORT_CATEGORY
 
     def model_source(self, wc: Any) -> dict[str, Any]:
-        """A params function: the keys of the job's model entry that say where it comes from (Study.model_source)."""
-        return self.study.model_source(wc.model)
+        """A params function: the keys of the job's model entry (``model`` wildcard) that say where it comes from (not
+        how it is used, e.g. max_length), so that changing a usage setting does not rebuild the model card or its
+        checkpoints."""
+        entry = self.study.config["models"][wc.model]
+        keys = ("hub", "path", "revision", *(("package", "subdir") if entry.get("package") else ()))
+        return {k: v for k, v in entry.items() if k in keys}

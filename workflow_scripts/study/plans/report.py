@@ -15,6 +15,7 @@ from ...core.subjects import subject_name
 from ...finetune.tasks import checkpoint_name
 from ...report.atlas import ATLAS_INPUTS
 from ...report.registry import report_tables
+from ..annotation import caption_text, describe_annotators
 from ..revisions import revision_series
 from .declarations import Analysis, StagePlan, analysis_named
 
@@ -76,6 +77,40 @@ class Plan(StagePlan):
     def weight_checkpoints(self) -> list[str]:
         """The checkpoint records of ``weight_subjects``, in order (rule role_agreement's input)."""
         return [self.paths.checkpoint_manifest(model, checkpoint) for model, checkpoint in self.weight_subjects]
+
+    def annotator_description(self) -> str:
+        """Who annotates the study's text without gold annotation, with which models (the report says it)."""
+        return describe_annotators(self.study.config, self.study.corpora)
+
+    def report_context(self) -> dict[str, Any]:
+        """What the config selects, for the report's reasons and protocol labels (report.items.StudyContext)."""
+        study = self.study
+        config, syntax = study.config, study.config["syntax"]
+        return {
+            # Every subject (model, or MODEL@SIGNAL) the tables have rows of, side by side in the report.
+            "models": study.subjects,
+            "relations": list(syntax["relations"]),
+            "select_split": syntax["select_split"],
+            "score_split": syntax["score_split"],
+            "tasks": list(config["study"]["tasks"]),
+            "finetuned_tasks": list(study.stage("finetune").tasks),
+            "analysed_tasks": list(study.stage("finetune_effects").tasks),
+            "predictions": config["finetune_effects"]["predictions"],
+            "glove": config["study"]["glove"],
+            "annotator": self.annotator_description(),
+            # The same, as the captions' RST shows it literally (it holds free config text: annotation.py).
+            "annotator_caption": caption_text(self.annotator_description()),
+            # How treebank sentences were fed (the captions say it; the tables carry it per row).
+            "input_protocol": config["attention"]["input_protocol"],
+            "syntax_treebank": study.syntax_treebank,
+            "treebank_names": {name: entry.display for name, entry in study.corpora.treebanks.items()},
+            "languages": {name: study.corpora.language(name) for name in study.splits},
+            # The bootstrap resamples B of the syntax tables: a p-value at the floor 1/B prints as "p < 1/B".
+            "resamples": syntax["bootstrap_resamples"],
+            # Measured for their head roles alone: role agreement's, not the paper comparison's (docs/roles.md).
+            "role_checkpoints": sorted({checkpoint for _, checkpoint in study.stage("finetune").role_checkpoints}
+                                       - set(config["attention"]["checkpoints"])),
+        }
 
 
 # What one of the report's cross-study parts plans: its fields of the Plan, and its outputs.

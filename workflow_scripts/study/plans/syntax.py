@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ...data.corpora import WINDOW_SUFFIX
 from .declarations import Analysis, StagePlan, declared_figures, declared_tables
 from .surface import REPORT_CATEGORY
 
@@ -86,6 +87,11 @@ class Plan(StagePlan):
     coref_pairs: list[tuple[str, str]]        # (subject, checkpoint) of the coreference windows
     attention_probes: list[str]
     baseline_probes: list[str]
+
+    @property
+    def coref_corpus(self) -> str:
+        """The coreference windows' corpus: syntax.coref_treebank's documents cut into windows (gumwin)."""
+        return self.study.config[STAGE]["coref_treebank"] + WINDOW_SUFFIX
 
     @property
     def pairs(self) -> list[tuple[str, str]]:
@@ -176,12 +182,12 @@ class Plan(StagePlan):
 
     def coref_dump(self, wc: Any) -> str:
         """The dump of the job's subject and checkpoint on the coreference windows' syntax.coref_split."""
-        return self.paths.dump_manifest(wc.model, wc.checkpoint, self.study.coref_corpus,
+        return self.paths.dump_manifest(wc.model, wc.checkpoint, self.coref_corpus,
                                         self.study.config[STAGE]["coref_split"])
 
     def coref_tokens(self, wc: Any) -> str:
         """The token table of the job's subject on the coreference windows' syntax.coref_split."""
-        return self.paths.token_table(wc.model, self.study.coref_corpus, self.study.config[STAGE]["coref_split"])
+        return self.paths.token_table(wc.model, self.coref_corpus, self.study.config[STAGE]["coref_split"])
 
     def probe_max_sentences(self, wc: Any) -> int | None:
         """A params function: syntax.probe_max_train_sentences for the selection split, None (no cap) for another."""
