@@ -7,7 +7,8 @@
 ``write`` builds the study's DAG as ``snakemake --dry-run --forceall`` does (Snakemake's own API, the profile's
 ``configfile`` and the ``--config`` values on top) and writes every job: its rule, wildcards, input, output and log
 files, params (the code digest apart: it changes with the code by design, docs/contributing.md), resources, threads,
-priority and the report entries of its outputs (caption file, category, subcategory). ``compare`` says which jobs
+priority and the report entries of its outputs (caption file, category, subcategory), the workflow's own folder
+written ``<workflow>`` so that two checkouts compare. ``compare`` says which jobs
 only one list has and, for the others, the first field that differs; it exits 1 if any job differs. The profiles'
 studies need what their configs name to exist (the offline profile: a ``mirror``); no job runs and nothing is written
 but JOBS.json.
@@ -49,7 +50,8 @@ def report_flags(outputs: Any, wildcards: Any) -> dict[str, list[Any]]:
     for path in outputs:
         if is_flagged(path, "report"):
             entry = path.flags["report"]
-            flags[str(path)] = [plain(entry.caption), of_job(entry.category), of_job(entry.subcategory)]
+            caption = os.path.normpath(str(entry.caption)) if entry.caption else None
+            flags[str(path)] = [caption, of_job(entry.category), of_job(entry.subcategory)]
     return flags
 
 
@@ -100,7 +102,8 @@ def job_list(profile: Path | None, config: list[str], *, configfiles: list[Path]
                          "resources": plain({k: v for k, v in job.resources.items() if not k.startswith("_")}),
                          "threads": job.threads, "priority": job.priority,
                          "report": report_flags(job.output, job.wildcards)}
-        return jobs
+        # The workflow's own folder as <workflow>: two copies of the workflow (two commits) plan comparable jobs.
+        return json.loads(json.dumps(jobs).replace(str(snakefile.parent), "<workflow>"))
 
 
 def compare(before: dict[str, dict], after: dict[str, dict]) -> list[str]:
