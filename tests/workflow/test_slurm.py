@@ -12,8 +12,9 @@ and checks that
     ran (the local target rule 'all' aside), the same jobs per rule as the local run, and SLURM
     knows each id, under this run's job name, as COMPLETED;
   * the outputs are equal: the same files; Parquet tables (attention shards included) equal as
-    data; CSV tables and JSON equal once time/host columns or keys are dropped and the run's own
-    directory is written alike; PNG pixels, PDF content (creation date aside) and zip archives'
+    data; CSV tables and JSON equal once time/host columns or keys are dropped, and the file records'
+    keys that say which run wrote a file and when (RUN_RECORD_KEYS), and the run's own directory is
+    written alike; PNG pixels, PDF content (creation date aside) and zip archives'
     members (torch.save names the archive's folder after the temporary file) equal; every other
     file equal byte for byte (logs aside, which record times and paths).
 The profile is used as it is, except where this machine lacks what it asks for: the partition
@@ -56,6 +57,11 @@ JOB_PREFIX = f"atlastest{os.getpid()}"  # SLURM job names: {JOB_PREFIX}_{run uui
 # (Absolute paths into the run's own directory are compared with that directory replaced.)
 VOLATILE = re.compile(r"(^|_)(time|times|seconds|elapsed|duration|date|timestamp|host|hostname|"
                       r"pid|started|finished|created)($|_)", re.IGNORECASE)
+# Keys of the file records (core/file_records.py, the shards' and checkpoints' records) that say which run wrote a
+# file and when, not what it holds: a file's mtime, the writing run's and dump's random ids (also in a shard's Parquet
+# metadata, so the shard's digest), the record's own hash over them, the digests of files each compared on its own
+# below, and an extraction's wall-clock timings per stage.
+RUN_RECORD_KEYS = frozenset({"mtime_ns", "run_id", "dump_id", "record_sha256", "blake3", "sha256", "timings"})
 
 
 def _run(command: list[str], timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:
@@ -259,9 +265,10 @@ def test_every_job_went_through_sbatch(runs):
 
 
 def _normalised(value, root: Path):
-    """``value`` with time/host keys dropped and the run's own directory written as <run>."""
+    """``value`` with time/host keys and the run records' keys dropped and the run's own directory written as <run>."""
     if isinstance(value, dict):
-        return {k: _normalised(v, root) for k, v in value.items() if not VOLATILE.search(str(k))}
+        return {k: _normalised(v, root) for k, v in value.items()
+                if not VOLATILE.search(str(k)) and k not in RUN_RECORD_KEYS}
     if isinstance(value, (list, tuple)):
         return [_normalised(v, root) for v in value]
     if isinstance(value, str):
