@@ -1,5 +1,5 @@
 """attention.max_dump_gb: a dump over the budget is refused before any job, naming the keys that bound it; a
-decoder's dumps are sized as the lower triangles they store (study/plan_sizes.py, plans/attention.py)."""
+decoder's dumps are sized as the lower triangles they store (study/forecast/sizes.py, plans/attention.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GPU memory estimates (study/plan_memory.py): checked against the tensors a tiny model's jobs hold (no GPU here),
+"""GPU memory estimates (study/forecast/memory.py): checked against the tensors a tiny model's jobs hold (no GPU here),
 and the refusal of a study whose job exceeds gpu_memory_gb, on a real model's recorded config."""
 
 from __future__ import annotations

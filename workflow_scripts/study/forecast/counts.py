@@ -13,7 +13,7 @@ from ...models.shape import ModelShape
 from ..model import Study
 from .sizes import DumpSize, split_size
 
-# What forward_passes counts per model; plan_timing.ESTIMATE_LINES multiplies each by a rate.
+# What forward_passes counts per model; timing.ESTIMATE_LINES multiplies each by a rate.
 PASS_COUNTS = ("extraction", "finetune_train", "finetune_dev", "gradient", "ablation_disabling",
                "ablation_found_heads_at_most")
 

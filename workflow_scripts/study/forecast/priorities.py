@@ -38,7 +38,7 @@ TASK_WILDCARDS = ("task", "corpus")
 
 def tokens_per_example(study: Study, task: str, max_length: int | None) -> float | None:
     """The mean tokens of a task's input where the plan has measured it (the root of its mean T^2, measured on its dev
-    split: plan_sizes.MEAN_T2), capped at ``max_length``; ``max_length`` otherwise."""
+    split: sizes.MEAN_T2), capped at ``max_length``; ``max_length`` otherwise."""
     spec = study.corpora.tasks[task]
     name = spec.source["task"] if spec.reader == "glue" else spec.reader
     mean_t2 = MEAN_T2.get((spec.reader, name, study.dev_split(task)))
