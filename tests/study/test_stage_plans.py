@@ -313,3 +313,14 @@ def test_the_effects_and_ablation_tables_are_stacked_by_their_stages_generic_rul
         REPO / "report" / "ablation_found_heads.rst").read_text(encoding="utf-8")
     for plan in (effects, ablation):  # each table's output is the generic rule's alone
         assert all(study.paths.table(name) in study.outputs() for name in stacked_tables(plan.analyses))
+
+
+def test_an_absent_report_table_gives_the_reason_its_analysis_declares():
+    study = study_of(one_model(wiki=False, tasks=[]))
+    absent = study.report.absent
+    assert absent["surface_heads"] == surface.no_surface_dump(study) and "wiki/segments" in absent["surface_heads"]
+    assert absent["head_diagnostics"] == absent["sink_rates"] == surface.no_diagnosed_pairs(study)
+    assert absent["finetune_metrics"].startswith("the study fine-tunes no model")
+    # A head measure declares no reason: the report says the study does not produce it.
+    assert absent["first_token"] == "the study does not produce first_token.csv"
+    assert "surface_heads" not in study_of(one_model()).report.absent

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -53,7 +54,9 @@ class Analysis:
     the stage's generic table rule writes it (``<stage>_table``, e.g. ``surface_table``), its caption the analysis's
     first, and its plan's ``stacked_parts`` says which parts;
     ``report_subcategory``: where the report files its outputs, under the stage's category (its plan module's
-    ``REPORT_CATEGORY``).
+    ``REPORT_CATEGORY``);
+    ``absent_because``: why a study may not have its tables, from the study (the report says it where one of them is
+    absent; without it, that the study does not produce the table).
     """
 
     name: str
@@ -67,6 +70,7 @@ class Analysis:
     explorer_measures: tuple[ExplorerMeasure, ...] = ()
     stack_key: tuple[str, ...] = ()
     report_subcategory: str | None = None
+    absent_because: Callable[[Any], str] | None = None
 
     def table_caption_file(self, table: str) -> str:
         """The caption file of one of its tables (``captions`` follows ``tables``, then ``figures``)."""

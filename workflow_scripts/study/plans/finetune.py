@@ -17,8 +17,16 @@ if TYPE_CHECKING:
 STAGE = "finetune"
 # The report's category of the stage's outputs.
 REPORT_CATEGORY = "Fine-tuning"
+
+
+def no_finetuning(study: Study) -> str:
+    """Why the study has no fine-tuning metrics (the report says it)."""
+    return ("the study fine-tunes no model (study.tasks, finetune.tasks; offline: only tasks whose train split the "
+            "mirror holds)")
+
+
 ANALYSES = (Analysis("finetune_metrics", "(model, task, seed)", tables=("finetune_metrics",),
-                     captions=("finetune_metrics.rst",)),)
+                     captions=("finetune_metrics.rst",), absent_because=no_finetuning),)
 # The per-head analyses a fine-tuned checkpoint can be a subject of (roles.finetuned, docs/roles.md), in this order.
 ROLE_ANALYSES = ("head_diagnostics", "surface", "dependency", "coreference")
 ROLES_KEY = "roles.finetuned"

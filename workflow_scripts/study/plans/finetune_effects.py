@@ -19,12 +19,20 @@ REPORT_CATEGORY = "Fine-tuning effects"
 PER_TARGET = "(subject, checkpoint, task) of the task's dev dump"
 CLASSIFIER = "pattern_classifier"
 CHANGE = "finetune_change"
+
+
+def no_effects(study: Study) -> str:
+    """Why the study has no fine-tuning effects (the report says it)."""
+    return "the study analyses no task's dev inputs (study.tasks, finetune_effects.tasks)"
+
+
 ANALYSES = (
     Analysis("pattern_classes", PER_TARGET, tables=("pattern_classes",), figures=("pattern_classes",),
              captions=("finetune_effects_pattern_classes_table.rst", "finetune_effects_pattern_classes.rst"),
-             stack_key=("model", "task", "checkpoint", "class")),
+             stack_key=("model", "task", "checkpoint", "class"), absent_because=no_effects),
     Analysis(CLASSIFIER, "subject: its pattern CNN, scored on the subject's parts", tables=(CLASSIFIER,),
-             captions=("finetune_effects_pattern_classifier.rst",), stack_key=("model", "classifier", "evaluated_on")),
+             captions=("finetune_effects_pattern_classifier.rst",), stack_key=("model", "classifier", "evaluated_on"),
+             absent_because=no_effects),
     Analysis(CHANGE, PER_TARGET, tables=(CHANGE,), figures=(CHANGE, "trajectory"),
              captions=("finetune_effects_change_table.rst", "finetune_effects_change.rst",
                        "finetune_effects_trajectory.rst"), explorer_tables=(CHANGE,),
@@ -35,7 +43,7 @@ ANALYSES = (
              captions=("finetune_effects_lexical_layers.rst", "finetune_effects_lexical_heads.rst",
                        "finetune_effects_lexical_change.rst", "finetune_effects_lexical_last_layer.rst",
                        "finetune_effects_lexical_top_layers.rst", "finetune_effects_lexical.rst"),
-             explorer_tables=("lexical_heads",)),
+             explorer_tables=("lexical_heads",), absent_because=no_effects),
 )
 
 

@@ -17,6 +17,7 @@ from ...report.atlas import ATLAS_INPUTS
 from ...report.registry import report_tables
 from ..annotation import caption_text, describe_annotators
 from ..revisions import revision_series
+from . import stage_plans
 from .declarations import Analysis, StagePlan, analysis_named
 
 if TYPE_CHECKING:
@@ -134,35 +135,21 @@ def plan(study: Study) -> Plan:
 
 
 def report_tables_of(study: Study) -> tuple[dict[str, str], dict[str, str]]:
-    """The tables the report reads that the study plans (name -> path), and why each other one is absent."""
-    syntax, surface = study.config["syntax"], study.config["surface"]
-    no_syntax = (f"the study dumps no {' and '.join(study.syntax.splits)} attention of a treebank of "
-                 "syntax.treebanks (study.treebanks, attention.corpora)")
-    no_effects = "the study analyses no task's dev inputs (study.tasks, finetune_effects.tasks)"
-    # A table exists when a stage planned it as an output; these say why it does not.
-    reasons = {
-        "surface_heads": f"the study dumps no {surface['corpus']}/{surface['split']} attention "
-                         "(study.wiki, attention.corpora, surface.corpus)",
-        **{name: f"the study dumps no {surface['corpus']}/{surface['split']} attention weights, whose (model, "
-                 "checkpoint) pairs the head diagnostics run on (study.wiki, attention.corpora, attention.signals)"
-           for name in ("head_diagnostics", "sink_rates")},
-        "dependency_best": no_syntax,
-        "probes": no_syntax,
-        "coref_best": f"the study scores no {syntax['coref_treebank']} {syntax['coref_split']} coreference "
-                      "(study.treebanks, data.coreference_treebanks, syntax.coref_treebank, attention.corpora)",
-        "finetune_metrics": "the study fine-tunes no model (study.tasks, finetune.tasks;"
-                            " offline: only tasks whose train split the mirror holds)",
-        **{name: no_effects
-           for name in ("pattern_classes", "pattern_classifier", "lexical_top_layers", "lexical_last_layer")},
-    }
+    """The tables the report reads that the study plans (name -> path), and why each other one is absent: the
+    reason its analysis declares (``Analysis.absent_because``), else that the study does not produce it."""
+    declaring = {table: analysis for module in stage_plans(before=STAGE) for analysis in module.ANALYSES
+                 for table in analysis.tables}
     planned = set(study.outputs())
     tables, absent = {}, {}
     for name in report_tables(STAGES):
         path = study.paths.table(name)
+        analysis = declaring.get(name)
         if path in planned:
             tables[name] = path
+        elif analysis is not None and analysis.absent_because is not None:
+            absent[name] = analysis.absent_because(study)
         else:
-            absent[name] = reasons.get(name, f"the study does not produce {name}.csv")
+            absent[name] = f"the study does not produce {name}.csv"
     return tables, absent
 
 

@@ -33,8 +33,24 @@ GRADIENT = "sep_gradient"
 DIAGNOSTICS = "head_diagnostics"
 ICL = "icl_score"
 HEAD_KEY = ("model", "checkpoint", "layer", "head")
+
+
+def no_surface_dump(study: Study) -> str:
+    """Why the study has no surface statistics (the report says it)."""
+    surface = study.config[STAGE]
+    return (f"the study dumps no {surface['corpus']}/{surface['split']} attention "
+            "(study.wiki, attention.corpora, surface.corpus)")
+
+
+def no_diagnosed_pairs(study: Study) -> str:
+    """Why the study has no head diagnostics (the report says it)."""
+    surface = study.config[STAGE]
+    return (f"the study dumps no {surface['corpus']}/{surface['split']} attention weights, whose (model, "
+            "checkpoint) pairs the head diagnostics run on (study.wiki, attention.corpora, attention.signals)")
+
+
 ANALYSES = (
-    Analysis("surface_heads", PER_SHARD, tables=("surface_heads",),
+    Analysis("surface_heads", PER_SHARD, tables=("surface_heads",), absent_because=no_surface_dump,
              figures=("special_tokens", "positional", "entropy"),
              captions=("surface_heads.rst", "surface_special_tokens.rst", "surface_positional.rst",
                        "surface_entropy.rst"), sharded=True, explorer_tables=("surface_heads",), stack_key=HEAD_KEY),
@@ -50,7 +66,7 @@ ANALYSES = (
     Analysis(DIAGNOSTICS, "(model, checkpoint): the model run on synthetic token sequences",
              tables=(DIAGNOSTICS, "sink_rates", "head_diagnostics_halves"),
              captions=("surface_head_diagnostics.rst", "surface_sink_rates.rst", "surface_head_diagnostics_halves.rst"),
-             explorer_tables=(DIAGNOSTICS,), report_subcategory="Head diagnostics",
+             explorer_tables=(DIAGNOSTICS,), report_subcategory="Head diagnostics", absent_because=no_diagnosed_pairs,
              explorer_measures=(
                  ExplorerMeasure(DIAGNOSTICS, "induction", "induction score (repeated random tokens)", "share",
                                  (("input", "random_repeated"),)),

@@ -17,16 +17,33 @@ STAGE = "syntax"
 COREFERENCE = "coreference"
 PER_TARGET = "(subject, checkpoint, treebank)"
 FIGURE_NAME = "{model}_{checkpoint}_{treebank}"
+
+
+def no_syntax_dump(study: Study) -> str:
+    """Why the study has no dependency heads or probes (the report says it)."""
+    return (f"the study dumps no {' and '.join(study.syntax.splits)} attention of a treebank of "
+            "syntax.treebanks (study.treebanks, attention.corpora)")
+
+
+def no_coreference(study: Study) -> str:
+    """Why the study has no coreference heads (the report says it)."""
+    syntax = study.config["syntax"]
+    return (f"the study scores no {syntax['coref_treebank']} {syntax['coref_split']} coreference "
+            "(study.treebanks, data.coreference_treebanks, syntax.coref_treebank, attention.corpora)")
+
+
 ANALYSES = (
     Analysis("dependency", f"{PER_TARGET} x split x shard group",
              tables=("dependency_heads", "dependency_best", "dependency_halves"),
              figures=(f"dependency_heads_{FIGURE_NAME}", f"best_head_maps_{FIGURE_NAME}"),
              captions=("syntax_dependency_heads.rst", "syntax_dependency_best.rst", "syntax_dependency_halves.rst",
                        "syntax_dependency_heatmap.rst", "syntax_best_head_maps.rst"), sharded=True,
-             explorer_tables=("dependency_heads",)),
-    Analysis("probes", f"{PER_TARGET} x probe", tables=("probes",), captions=("syntax_probes.rst",)),
+             explorer_tables=("dependency_heads",), absent_because=no_syntax_dump),
+    Analysis("probes", f"{PER_TARGET} x probe", tables=("probes",), captions=("syntax_probes.rst",),
+             absent_because=no_syntax_dump),
     Analysis(COREFERENCE, "(subject, checkpoint) of the coreference windows", tables=("coref_heads", "coref_best"),
-             captions=("syntax_coref_heads.rst", "syntax_coref_best.rst"), explorer_tables=("coref_heads",)),
+             captions=("syntax_coref_heads.rst", "syntax_coref_best.rst"), explorer_tables=("coref_heads",),
+             absent_because=no_coreference),
 )
 
 
