@@ -41,8 +41,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from support.workflow_runs import copy_workflow  # noqa: E402 - the tests' helpers are on sys.path only from here
+
 HZ = os.sysconf("SC_CLK_TCK")
-WORKFLOW_FILES = ("Snakefile", "config.yaml", "rules", "workflow_scripts", "schemas", "report", "envs", "profiles")
 # The copy's every job: a pause in place of its work, then its outputs, empty.
 SLEEP_JOB = """import os, time
 from pathlib import Path
@@ -171,14 +174,7 @@ def finished_jobs(results: Path) -> int:
 
 def synthetic_copy(scratch: Path) -> Path:
     """The workflow's copy whose every job sleeps and touches its outputs."""
-    copy = scratch / "workflow"
-    copy.mkdir()
-    for name in WORKFLOW_FILES:
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, copy / name)
+    copy = copy_workflow(scratch / "workflow").parent
     (copy / "rules" / "scripts" / "entry.py").write_text(SLEEP_JOB)
     return copy
 

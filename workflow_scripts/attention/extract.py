@@ -33,7 +33,7 @@ from ..core.file_records import file_entry, write_sealed_json
 from ..core.io import read_metadata
 from ..models.families import family_of
 from .layout import FULL, LOWER_TRIANGLE
-from .shard_file import BatchMaps, write_shard_file
+from .shard_file import BatchMaps, TokenColumns, write_shard_file
 from .shard_writer import DIGEST, STAGE_TIMINGS
 from .shards import example_ids_digest, shard_bounds, shard_names, shard_record_path
 from .signals import SignalMaps, attn_implementation_for
@@ -98,10 +98,7 @@ class Extractor:
     token_table: str
     implementation: str
     input_protocol: str
-    example_ids: np.ndarray
-    input_ids: list[np.ndarray]
-    token_types: list[np.ndarray]
-    lengths: np.ndarray
+    tokens: TokenColumns
     threads: int = 1  # torch's threads, shared by the model streams (streams.py)
     signal: str = "attention"
     signal_maps: SignalMaps | None = None  # computes the signal's maps batch by batch (signals.py)
@@ -142,8 +139,9 @@ def load_extractor(checkpoint_manifest: str | Path, token_table: str | Path, *, 
     return Extractor(model=model, device=device, checkpoint=manifest, token_table=str(token_table),
                      implementation=implementation,
                      input_protocol=read_metadata(token_table).get("input_protocol", "text"),
-                     example_ids=example_ids, input_ids=input_ids, token_types=token_types,
-                     lengths=np.array([len(x) for x in input_ids], dtype=np.int64), threads=max(1, threads),
+                     tokens=TokenColumns(example_ids, input_ids, token_types,
+                                         np.array([len(x) for x in input_ids], dtype=np.int64)),
+                     threads=max(1, threads),
                      signal=signal,
                      signal_maps=signal_maps)
 
@@ -174,13 +172,14 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
     for stale in (*out_dir.glob(f".{name}.*.partial"), *record_path.parent.glob(f".{record_path.name}.*.partial")):
         stale.unlink(missing_ok=True)
     ex, model, device = extractor, extractor.model, extractor.device
+    example_ids = ex.tokens.example_ids
     signal = signal or ex.signal
     signal_maps = ex.signal_maps if signal == ex.signal and ex.signal_maps else SignalMaps(model, signal)
     uses_token_types = getattr(model.config, "type_vocab_size", 0) > 1
     family = family_of(model.config.model_type)
     pad_id = family.pad_id(model.config)
     layout = LOWER_TRIANGLE if family.causal else FULL  # a decoder's upper triangle is zero: not stored
-    bounds = shard_bounds(len(ex.example_ids), n_shards)
+    bounds = shard_bounds(len(example_ids), n_shards)
     lo, hi = int(bounds[index]), int(bounds[index + 1])
     # Every shard carries the identity of the job that wrote it and its own place in the dump, so that a
     # shard copied in from another dump or run, or swapped with a sibling, is refused on read
@@ -192,17 +191,16 @@ def write_shard(extractor: Extractor, out_dir: str | Path, index: int, n_shards:
     # the writer thread's work overlaps the model's, so only "waiting for the writer" adds to the wall time.
     timings = dict.fromkeys(TIMINGS, 0.0)
     compute = BatchMaps(model=model, device=device, signal=signal, signal_maps=signal_maps, layout=layout,
-                        schema=schema, pad_id=pad_id, uses_token_types=uses_token_types, example_ids=ex.example_ids,
-                        input_ids=ex.input_ids, token_types=ex.token_types, lengths=ex.lengths)
-    batches = shard_batches(ex.lengths, index, n_shards, batch_size, max_batch_tokens)
+                        schema=schema, pad_id=pad_id, uses_token_types=uses_token_types, tokens=ex.tokens)
+    batches = shard_batches(ex.tokens.lengths, index, n_shards, batch_size, max_batch_tokens)
     streams = stream_threads(ex.threads, device, signal)
     # On a CPU the model streams take the cores (the column is cut on them); a GPU leaves them to the columns.
     digest = write_shard_file(destination, schema, compression, compute, batches, streams,
                               column_workers=ex.threads if device != "cpu" else 1, timings=timings)
     shard = {"file": name, "rows": hi - lo, "first_position": lo,
-             "example_ids": [int(ex.example_ids[lo]), int(ex.example_ids[hi - 1])] if hi > lo else [],
+             "example_ids": [int(example_ids[lo]), int(example_ids[hi - 1])] if hi > lo else [],
              "bytes": destination.stat().st_size, DIGEST: digest,
-             "example_ids_sha256": example_ids_digest(ex.example_ids[np.concatenate(batches)] if batches
+             "example_ids_sha256": example_ids_digest(example_ids[np.concatenate(batches)] if batches
                                                       else np.zeros(0, np.int64)),
              "run_id": run_id}
     seconds = time.perf_counter() - started
@@ -229,12 +227,12 @@ def _shard_record(ex: Extractor, index: int, n_shards: int, lo: int, hi: int, *,
                   layout: str, seconds: float, timings: dict[str, float], shard: dict[str, Any]) -> dict[str, Any]:
     """Shard ``index``'s record (before write_sealed_json seals it): what was extracted from where and how, its
     size, its times, and ``shard``, its file's entry in the manifest."""
-    lengths = ex.lengths[lo:hi]
+    lengths = ex.tokens.lengths[lo:hi]
     return {"model": ex.checkpoint["model"], "checkpoint": ex.checkpoint["checkpoint"],
             "input_protocol": ex.input_protocol, "signal": signal, "compression": compression, "layout": layout,
             "implementation": ex.implementation, "weights_dtype": str(ex.model.dtype).removeprefix("torch."),
             "num_layers": ex.num_layers, "num_heads": ex.num_heads, "device": ex.device,
-            "token_table": ex.token_table, "table_examples": len(ex.example_ids), "index": index,
+            "token_table": ex.token_table, "table_examples": len(ex.tokens.example_ids), "index": index,
             # The token table as this shard read it: the plan checks it (runtime/integrity.py).
             "token_table_file": file_entry(ex.token_table),
             "num_shards": n_shards, "examples": hi - lo, "tokens": int(lengths.sum()),

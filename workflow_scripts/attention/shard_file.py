@@ -30,11 +30,22 @@ CODECS = {"lz4": {"compression": "lz4"}, "zstd": {"compression": "zstd", "compre
 
 
 @dataclass(frozen=True)
+class TokenColumns:
+    """The token table as extraction reads it: each example's id, input ids, token type ids and length, in the
+    table's order (positions)."""
+
+    example_ids: np.ndarray
+    input_ids: list[np.ndarray]
+    token_types: list[np.ndarray]
+    lengths: np.ndarray
+
+
+@dataclass(frozen=True)
 class BatchMaps:
     """One shard's batches through the model: called with a batch (positions in the token table) on a model stream,
     it pads the batch's inputs, runs the model (or the signal's maps, ``signal_maps``) and returns the function that
-    makes the batch's record of ``schema``, with the seconds the model took. The token table's columns are the
-    extractor's (extract.Extractor)."""
+    makes the batch's record of ``schema``, with the seconds the model took. ``tokens``: the extractor's
+    (extract.Extractor)."""
 
     model: Any
     device: str
@@ -44,10 +55,7 @@ class BatchMaps:
     schema: pa.Schema
     pad_id: int
     uses_token_types: bool
-    example_ids: np.ndarray
-    input_ids: list[np.ndarray]
-    token_types: list[np.ndarray]
-    lengths: np.ndarray
+    tokens: TokenColumns
 
     @property
     def on_gpu(self) -> bool:
@@ -58,26 +66,27 @@ class BatchMaps:
         writer's column threads), and the seconds the model took."""
         import torch
 
-        width = int(self.lengths[batch].max())
+        tokens = self.tokens
+        width = int(tokens.lengths[batch].max())
         ids = np.full((len(batch), width), self.pad_id, dtype=np.int64)
         types = np.zeros((len(batch), width), dtype=np.int64)
         mask = np.zeros((len(batch), width), dtype=np.int64)
         for row, position in enumerate(batch):
-            ids[row, :self.lengths[position]] = self.input_ids[position]
-            types[row, :self.lengths[position]] = self.token_types[position]
-            mask[row, :self.lengths[position]] = 1
+            ids[row, :tokens.lengths[position]] = tokens.input_ids[position]
+            types[row, :tokens.lengths[position]] = tokens.token_types[position]
+            mask[row, :tokens.lengths[position]] = 1
         began = time.perf_counter()
         inputs = (torch.from_numpy(ids).to(self.device), torch.from_numpy(mask).to(self.device),
                   torch.from_numpy(types).to(self.device) if self.uses_token_types else None)
 
         def record(column: pa.Array) -> pa.RecordBatch:
-            return pa.record_batch([pa.array(self.example_ids[batch], pa.int64()),
-                                    pa.array(self.lengths[batch], pa.int32()), column], schema=self.schema)
+            return pa.record_batch([pa.array(tokens.example_ids[batch], pa.int64()),
+                                    pa.array(tokens.lengths[batch], pa.int32()), column], schema=self.schema)
 
         if self.signal == DEFAULT_SIGNAL and self.device == "cpu":  # cast while cutting: one pass over the weights
             layers = attention_layers(self.model, *inputs)
             copied = time.perf_counter()
-            built = record(layers_column(layers, self.lengths[batch], self.layout, self.example_ids[batch]))
+            built = record(layers_column(layers, tokens.lengths[batch], self.layout, tokens.example_ids[batch]))
             seconds = {"forward pass": copied - began, "signal computation": 0.0,
                        "float16 cast and copy into the column": time.perf_counter() - copied}
             return lambda: (built, {}), seconds
@@ -95,7 +104,7 @@ class BatchMaps:
             cutting = time.perf_counter()
             if ready is not None:
                 ready.synchronize()
-            column = maps_column(maps.numpy(), self.lengths[batch], self.layout, self.example_ids[batch])
+            column = maps_column(maps.numpy(), tokens.lengths[batch], self.layout, tokens.example_ids[batch])
             return record(column), {"float16 cast and copy into the column": time.perf_counter() - cutting}
 
         return build, seconds
