@@ -39,9 +39,9 @@ for _name, _digest in rule_digests([r.name for r in workflow.rules]).items():
 
 
 # The long pole first: every job's priority is that of the fine-tuning run it waits for or leads to, the costliest
-# run (examples x epochs x tokens, known before any job runs) the highest (workflow_scripts/study/forecast/priorities.py).
+# run (examples x epochs x tokens, known before any job runs) the highest (workflow_scripts/study/priorities.py).
 # Priorities order jobs only; no result depends on them.
-from workflow_scripts.study.forecast.priorities import JobPriorities
+from workflow_scripts.study.priorities import JobPriorities
 
 _priorities = JobPriorities(STUDY)
 for _rule in workflow.rules:

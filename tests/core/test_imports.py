@@ -137,7 +137,14 @@ def layer_violations(graph: dict[str, set[str]]) -> list[str]:
                 wrong.append(f"{module} -> {target} (only the entry points import study/)")
             if other == "runtime" and package != "entrypoints":
                 wrong.append(f"{module} -> {target} (only the entry points import runtime/, the run's machinery)")
+        wrong += [f"{module} -> {target} (the forecast is a leaf: the run imports study/estimates/ instead)"
+                  for target in sorted(targets) if _in_forecast(target) and not _in_forecast(module)]
     return wrong
+
+
+def _in_forecast(module: str) -> bool:
+    """Whether a module is the forecast's (``workflow_scripts.study.forecast`` and below)."""
+    return module.split(".")[1:3] == ["study", "forecast"]
 
 
 def test_imports_run_from_higher_layers_to_lower_ones_only():
@@ -149,14 +156,26 @@ def test_the_layer_check_finds_each_kind_of_wrong_import():
     graph = {"pkg.core.io": {"pkg.data.ud"}, "pkg.report.summary": {"pkg.study.stages", "pkg.core.io"},
              "pkg.ablation.found": {"pkg.syntax.dependency", "pkg.probing.model"},
              "pkg.probing.model": {"pkg.attention.reader"}, "pkg.entrypoints.syntax": {"pkg.study.plan"},
-             "pkg.finetune.tables": {"pkg.runtime.failures"}, "pkg.entrypoints.finetune": {"pkg.runtime.failures"}}
+             "pkg.finetune.tables": {"pkg.runtime.failures"}, "pkg.entrypoints.finetune": {"pkg.runtime.failures"},
+             "pkg.study.plans.attention": {"pkg.study.forecast.sizes", "pkg.study.estimates.sizes"},
+             "pkg.study.forecast.plan": {"pkg.study.forecast.text", "pkg.study.estimates.memory"}}
     assert layer_violations(graph) == [
         "pkg.ablation.found -> pkg.syntax.dependency (an analysis stage imports another)",
         "pkg.core.io -> pkg.data.ud (core/ imports only [])",
         "pkg.finetune.tables -> pkg.runtime.failures (only the entry points import runtime/, the run's machinery)",
         "pkg.report.summary -> pkg.study.stages (report/ imports only ['core'])",
         "pkg.report.summary -> pkg.study.stages (only the entry points import study/)",
+        "pkg.study.plans.attention -> pkg.study.forecast.sizes (the forecast is a leaf: the run imports "
+        "study/estimates/ instead)",
     ]
+
+
+def test_no_rule_file_imports_the_forecast():
+    # The Snakefile and the rule files are the run's path too; the import graph above covers the package only.
+    files = [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]
+    assert len(files) > 5
+    importing = [path.name for path in files if "study.forecast" in path.read_text(encoding="utf-8")]
+    assert not importing, f"the forecast is a leaf, but these import it: {importing}"
 
 
 # --- the cycle finder on a package written here ------------------------------------------------------

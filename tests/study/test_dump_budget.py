@@ -1,5 +1,5 @@
 """attention.max_dump_gb: a dump over the budget is refused before any job, naming the keys that bound it; a
-decoder's dumps are sized as the lower triangles they store (study/forecast/sizes.py, plans/attention.py)."""
+decoder's dumps are sized as the lower triangles they store (study/estimates/sizes.py, plans/attention.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from support.study_configs import MODEL, one_model, study_of
 from workflow_scripts.core.errors import ConfigError
-from workflow_scripts.study.forecast.sizes import model_shape, size_dump
+from workflow_scripts.study.estimates.sizes import model_shape, size_dump
 
 # bert-base (12 x 12 heads) on the 1000 wiki segments: 1000 x 144 x 12,558 (measured mean T^2) x 1.98 bytes.
 WIKI_GB = 1000 * 144 * 12558.0 * 1.98 / 1e9

@@ -17,10 +17,10 @@ from workflow_scripts.core.io import write_table
 from workflow_scripts.core.stages import STAGES
 from workflow_scripts.study.build import build_study
 from workflow_scripts.study.checks import resolve_config
+from workflow_scripts.study.estimates.sizes import BYTES_PER_VALUE, model_shape, size_dump, split_size
 from workflow_scripts.study.forecast.counts import PASS_COUNTS, forward_passes
 from workflow_scripts.study.forecast.dry_run import rule_stages, stage_of
 from workflow_scripts.study.forecast.plan import make_plan
-from workflow_scripts.study.forecast.sizes import BYTES_PER_VALUE, model_shape, size_dump, split_size
 from workflow_scripts.study.forecast.text import format_plan
 from workflow_scripts.study.forecast.timing import Rates, duration
 

@@ -1,4 +1,4 @@
-"""GPU memory estimates (study/forecast/memory.py): checked against the tensors a tiny model's jobs hold (no GPU here),
+"""GPU memory estimates (study/estimates/memory.py): checked against the tensors a tiny model's jobs hold (no GPU here),
 and the refusal of a study whose job exceeds gpu_memory_gb, on a real model's recorded config."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from transformers import AutoConfig, AutoModelForSequenceClassification, BertCon
 
 from support.study_configs import study_of
 from workflow_scripts.core.errors import ConfigError
-from workflow_scripts.study.forecast.memory import (
+from workflow_scripts.study.estimates.memory import (
     FULL_FINETUNE_BYTES,
     classifier_parameters,
     extraction_estimate,
@@ -87,7 +87,7 @@ def test_the_zoo_fits_its_gpu_by_the_plans_own_arithmetic():
     """profiles/zoo: every model's shape is known without network or weights, and every GPU job fits 80 GB."""
     from support.paths import REPO
     from workflow_scripts.study.checks import resolve_config
-    from workflow_scripts.study.forecast.memory import GB, memory_summary
+    from workflow_scripts.study.estimates.memory import GB, memory_summary
 
     config = resolve_config([REPO / "profiles" / "zoo" / "study.yaml"], ["mirror=null"])
     summary = memory_summary(config)

@@ -1,4 +1,4 @@
-"""The long pole first (workflow_scripts/study/forecast/priorities.py): fine-tuning runs ranked by the tokens they
+"""The long pole first (workflow_scripts/study/priorities.py): fine-tuning runs ranked by the tokens they
 train on, each job given the priority of the run it waits for or leads to, and Snakemake told so for every rule."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from support.study_configs import MODEL, one_model, study_of
-from workflow_scripts.study.forecast.priorities import JobPriorities, finetune_cost, tokens_per_example
+from workflow_scripts.study.priorities import JobPriorities, finetune_cost, tokens_per_example
 
 # The offline profile's fine-tuning as it was when RTE ran last (2026-11-28): all of RTE, six epochs.
 OFFLINE_LIKE = {**one_model(tasks=["cola", "sst2", "rte", "wnli"]),

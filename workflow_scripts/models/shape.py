@@ -5,10 +5,10 @@ Made from a ``config.json`` (or a transformers config) whatever the model type c
 BERT's ``num_hidden_layers``, GPT-2's ``n_layer``, DistilBERT's ``n_layers``, T5's ``num_layers``; a model card's
 and tables/models.csv's ``num_layers`` and ``num_heads``). Which config.json a model has is found in one order by
 ``model_config.py`` (:func:`~.model_config.find_config`: local, recorded, then the hub through :func:`hub_config`,
-the one probe of the hub the plan makes). The plan's sizes, time and GPU memory (``study/forecast/``: ``sizes.py``,
-``timing.py``, ``memory.py``), the folder checks (``folder_check.py``) and the head explorer read it.
+the one probe of the hub the plan makes). The study's estimates of sizes and GPU memory (``study/estimates/``), the
+forecast's time (``study/forecast/timing.py``), the folder checks (``folder_check.py``) and the head explorer read it.
 A folder's parameters are counted from its safetensors headers (:func:`parameter_count`), read by the
-safetensors library without reading a tensor; the plan counts a config's on the meta device (``forecast/memory.py``).
+safetensors library without reading a tensor; the plan counts a config's on the meta device (``estimates/memory.py``).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class ModelShape:
     max_positions: int | None = None
     architectures: tuple[str, ...] = ()  # config.json's classes the weights were saved from
     parameters: int | None = None  # counted (safetensors headers, the meta device); None: not counted
-    lora_parameters_per_rank: int | None = None  # trained by LoRA per unit of rank (forecast/memory.py counts them)
+    lora_parameters_per_rank: int | None = None  # trained by LoRA per unit of rank (estimates/memory.py counts them)
     # Where the numbers come from, in words ('config.json', 'model card', ...): not part of the shape.
     source: str = field(default="", compare=False)
 

@@ -1,7 +1,7 @@
 """The config checks a schema cannot express, run before any job after the defaults are filled in: paths exist, a
 model folder is what it claims (models/folder_check.py), names that key a map are defined (checks/names.py),
 max_length fits the model, the model's family declares what a signal needs, the annotator can run, an offline
-study's data is in its mirror, the GPU jobs fit the declared GPU memory (forecast/memory.py). Each message names the
+study's data is in its mirror, the GPU jobs fit the declared GPU memory (estimates/memory.py). Each message names the
 config key and the fix."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def check_semantics(config: dict[str, Any], *, gpu_memory: bool = True) -> None:
     if config["offline"] and not problems:
         problems += _offline_problems(config, corpora)
     if gpu_memory and config["gpu_memory_gb"] and not problems:
-        from ..forecast.memory import gpu_memory_problems  # imports torch: only where a GPU's memory is declared
+        from ..estimates.memory import gpu_memory_problems  # imports torch: only where a GPU's memory is declared
 
         problems += gpu_memory_problems(config)
     if problems:

@@ -10,8 +10,8 @@ from typing import Any
 from ...core.subjects import base_model
 from ...models.checkpoints import parse_checkpoint_name
 from ...models.shape import ModelShape
+from ..estimates.sizes import DumpSize, split_size
 from ..model import Study
-from .sizes import DumpSize, split_size
 
 # What forward_passes counts per model; timing.ESTIMATE_LINES multiplies each by a rate.
 PASS_COUNTS = ("extraction", "finetune_train", "finetune_dev", "gradient", "ablation_disabling",

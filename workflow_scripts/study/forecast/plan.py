@@ -32,11 +32,11 @@ from ...core.errors import ConfigError
 from ...core.subjects import base_model
 from ..build import build_study
 from ..checks import resolve_config
+from ..estimates.memory import memory_summary
+from ..estimates.sizes import BYTES_PER_VALUE, DumpSize, model_shape, size_dump
 from ..model import Study
 from .counts import forward_passes
 from .dry_run import PlanError, dry_run, jobs_per_stage
-from .memory import memory_summary
-from .sizes import BYTES_PER_VALUE, DumpSize, model_shape, size_dump
 from .text import format_plan
 from .timing import Rates, estimate, parse_rates, storage_rate, time_models
 
@@ -95,7 +95,7 @@ def make_plan(configfiles: list[str], cli: list[str], *, network: bool = True, t
 
 
 def sized_dumps(study: Study, every: list, shapes: dict) -> list[DumpSize]:
-    """Every dump of the dry run's jobs (one attention_dump_manifest job each), sized (forecast/sizes.py)."""
+    """Every dump of the dry run's jobs (one attention_dump_manifest job each), sized (estimates/sizes.py)."""
     keys = [tuple(job.wildcard(w) for w in ("model", "checkpoint", "corpus", "split"))
             for job in every if job.rule == "attention_dump_manifest"]
     return [size_dump(study, key, shapes[base_model(key[0])].layers_heads, causal=shapes[base_model(key[0])].causal)

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from ...core.sizes import BYTES, size_text
-from .memory import memory_lines
+from ..estimates.memory import memory_lines
 from .timing import duration
 
 # A dump's bytes in GB from 0.1 GB up, else in MB.
@@ -16,7 +16,7 @@ DUMP_UNITS = BYTES[:2]
 # How a dump's attention values were obtained (DumpSize.values_basis), in words.
 VALUE_BASES = {"token table": "exact, from their token tables in the results folder",
                "measured mean T^2": "estimated as examples x the mean T^2 measured on the offline study's token "
-                                    "tables (forecast/sizes.py)"}
+                                    "tables (estimates/sizes.py)"}
 
 
 def dump_bytes(n: float) -> str:

@@ -310,7 +310,7 @@ def time_models(study: Study, *, network: bool, given: Rates | None = None) -> d
     """Rates per study model, or the reason it has none ({'not_timed': ...}). Models of one architecture and
     the same settings are timed once (bert-base-uncased and -cased differ only in their vocabulary)."""
     if given is not None and given.params:
-        from .memory import scaled_rates
+        from ..estimates.memory import scaled_rates
 
         return {model: scaled_rates(study.config, model, given) for model in study.models}
     if given is not None:

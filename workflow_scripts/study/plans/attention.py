@@ -148,10 +148,10 @@ def role_dumps(study: Study, dumps: list[tuple[str, str, str, str]]) -> list[tup
 
 
 def check_dump_budget(study: Study, dumps: list[tuple[str, str, str, str]], budget_gb: float) -> None:
-    """Refuse, before any job, a dump whose size on disk (as the plan sizes it: forecast/sizes.py) exceeds the budget,
+    """Refuse, before any job, a dump whose size on disk (as the plan sizes it: estimates/sizes.py) exceeds the budget,
     naming the keys that bound it; a dump of a model whose layers and heads nothing local says is a note."""
     from ...core.subjects import base_model
-    from ..forecast.sizes import BYTES_PER_VALUE, model_shape, size_dump
+    from ..estimates.sizes import BYTES_PER_VALUE, model_shape, size_dump
 
     per_value = BYTES_PER_VALUE[study.config[STAGE]["compression"]]
     shapes = {model: model_shape(study, model, network=False) for model in study.models}

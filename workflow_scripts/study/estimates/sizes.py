@@ -1,5 +1,5 @@
-"""Sizes behind a study's plan (workflow_scripts/study/forecast/plan.py): examples per split, layers and heads per
-model, attention values per dump, each with what it rests on.
+"""Sizes behind a study's forecast (workflow_scripts/study/forecast/), its dump budget check and its job priorities:
+examples per split, layers and heads per model, attention values per dump, each with what it rests on.
 
 Where the results folder already holds a table (data table, token table, model card) the number is
 read from it; otherwise from the built-in corpora's release sizes and token lengths measured on the

@@ -240,7 +240,7 @@ def memory_lines(summary: dict[str, Any], took: dict[str, str] | None = None) ->
     plan estimated it (``took``: its passes at its rates, in words)."""
     limit = summary["limit_gb"]
     lines = ["Per model: parameters, estimated time of its passes (above), and GPU memory per job: the largest "
-             "batch's peak from the model's shape (forecast/memory.py), "
+             "batch's peak from the model's shape (study/estimates/memory.py), "
              + (f"against gpu_memory_gb {limit:g}:" if limit else "no limit declared (gpu_memory_gb):")]
     for name, model in summary["models"].items():
         jobs = model["jobs"]

@@ -23,13 +23,13 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...core.errors import AtlasError
-from ...core.subjects import base_model
-from ...models.checkpoints import parse_checkpoint_name
-from .sizes import MEAN_T2, split_size
+from ..core.errors import AtlasError
+from ..core.subjects import base_model
+from ..models.checkpoints import parse_checkpoint_name
+from .estimates.sizes import MEAN_T2, split_size
 
 if TYPE_CHECKING:
-    from ..model import Study
+    from .model import Study
 
 # The wildcards that name what a job is about, in the order they are read.
 CHECKPOINT_WILDCARD, MODEL_WILDCARD = "checkpoint", "model"
