@@ -88,7 +88,7 @@ onsuccess:
     warm_start.stop(*WARM_SERVER)
     results_lock.release(STUDY.results)
     # Fine-tuning runs at chance are said first: the effects measured on them are noise (finetune/tables.py).
-    warnings = at_chance_warnings(STUDY.paths.table("finetune_metrics"))
+    warnings = at_chance_warnings(STUDY.paths.table(TABLE.FINETUNE_METRICS))
     if message := on_success(workflow, STUDY.results, sys.argv, warnings):
         logger.info(message)
 

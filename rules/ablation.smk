@@ -67,7 +67,7 @@ rule ablation_table:
 
 rule head_disabling_figure:
     input:
-        table=STUDY.paths.table("head_disabling"),
+        table=STUDY.paths.table(TABLE.HEAD_DISABLING),
     output:
         png=STUDY.ablation.report_figure("head_disabling_{model}"),
         pdf=STUDY.paths.figure("ablation", "head_disabling_{model}", "pdf"),

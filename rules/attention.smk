@@ -181,7 +181,7 @@ rule attention_dumps_table:
         dumps=[STUDY.paths.dump_manifest(*t) for t in STUDY.attention.dumps],
         tokens=sorted({STUDY.paths.token_table(m, c, s) for m, _, c, s in STUDY.attention.dumps}),
     output:
-        STUDY.attention.report_table("attention_dumps"),
+        STUDY.attention.report_table(TABLE.ATTENTION_DUMPS),
     log:
         STUDY.paths.log("attention", "dumps_table"),
     conda:

@@ -1,5 +1,6 @@
 # Validate the config, then build the study model (workflow_scripts/study/model.py) once: every rule
-# file reads STUDY (and the helpers of its own file), nothing else; rule all's inputs come from it.
+# file reads STUDY (and the helpers of its own file) and TABLE (the tables' names, each written once:
+# workflow_scripts/core/table_names.py), nothing else; rule all's inputs come from STUDY.
 import sys
 from pathlib import Path
 
@@ -24,6 +25,7 @@ if workflow.exec_mode == ExecMode.DEFAULT and workflow.overwrite_workdir is None
 
 from workflow_scripts.runtime import console
 from workflow_scripts.core.errors import ConfigError
+from workflow_scripts.core import table_names as TABLE
 from workflow_scripts.study.checks import check_config
 from workflow_scripts.study.build import build_study
 from workflow_scripts.runtime.config_sources import check_profile_configfiles, files_read, sources_line

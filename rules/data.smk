@@ -199,7 +199,7 @@ rule data_summary:
     input:
         STUDY.data.data_tables(),
     output:
-        STUDY.data.report_table("data_summary"),
+        STUDY.data.report_table(TABLE.DATA_SUMMARY),
     log:
         STUDY.paths.log("data", "summary"),
     conda:

@@ -53,7 +53,7 @@ rule finetune_metrics_table:
     input:
         [STUDY.paths.finetune_metrics(model, task, seed) for model, task, seed in STUDY.finetune.runs],
     output:
-        STUDY.finetune.report_table("finetune_metrics"),
+        STUDY.finetune.report_table(TABLE.FINETUNE_METRICS),
     log:
         STUDY.paths.log("finetune", "finetune_metrics_table"),
     conda:

@@ -65,7 +65,7 @@ rule pattern_cnn:
         model=STUDY.paths.analysis("finetune_effects", "{model}", "pattern_cnn.safetensors"),
         model_info=STUDY.paths.analysis("finetune_effects", "{model}", "pattern_cnn.json"),
         labels=STUDY.paths.analysis("finetune_effects", "{model}", "pattern_labels.csv"),
-        metrics=STUDY.paths.analysis("finetune_effects", "{model}", "pattern_classifier.csv"),
+        metrics=STUDY.paths.analysis("finetune_effects", "{model}", f"{TABLE.PATTERN_CLASSIFIER}.csv"),
     log:
         STUDY.paths.log("finetune_effects", "{model}_pattern_cnn"),
     conda:
@@ -88,7 +88,7 @@ rule pattern_classes_part:
     input:
         unpack(STUDY.finetune_effects.pattern_classes),
     output:
-        STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "pattern_classes.csv"),
+        STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", f"{TABLE.PATTERN_CLASSES}.csv"),
     log:
         STUDY.paths.log("finetune_effects", "{model}_{checkpoint}_{corpus}_pattern_classes"),
     conda:
@@ -110,7 +110,7 @@ rule finetune_change_part:
         unpack(STUDY.finetune_effects.dump),
         pretrained=STUDY.finetune_effects.pretrained_dump,
     output:
-        STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "finetune_change.csv"),
+        STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", f"{TABLE.FINETUNE_CHANGE}.csv"),
     log:
         STUDY.paths.log("finetune_effects", "{model}_{checkpoint}_{corpus}_finetune_change"),
     wildcard_constraints:
@@ -186,11 +186,11 @@ rule lexical_tables:
         ],
         checkpoints=[STUDY.paths.checkpoint_manifest(m, c) for m, c, t in STUDY.finetune_effects.targets],
     output:
-        layers=STUDY.finetune_effects.report_table("lexical_layers"),
-        heads=STUDY.finetune_effects.report_table("lexical_heads"),
-        change=STUDY.finetune_effects.report_table("lexical_change"),
-        last_layer=STUDY.finetune_effects.report_table("lexical_last_layer"),
-        top=STUDY.finetune_effects.report_table("lexical_top_layers"),
+        layers=STUDY.finetune_effects.report_table(TABLE.LEXICAL_LAYERS),
+        heads=STUDY.finetune_effects.report_table(TABLE.LEXICAL_HEADS),
+        change=STUDY.finetune_effects.report_table(TABLE.LEXICAL_CHANGE),
+        last_layer=STUDY.finetune_effects.report_table(TABLE.LEXICAL_LAST_LAYER),
+        top=STUDY.finetune_effects.report_table(TABLE.LEXICAL_TOP_LAYERS),
     log:
         STUDY.paths.log("finetune_effects", "lexical_tables"),
     conda:
@@ -212,16 +212,16 @@ rule lexical_tables:
 
 rule finetune_effects_figures:
     input:
-        classes=STUDY.paths.table("pattern_classes"),
-        change=STUDY.paths.table("finetune_change"),
-        lexical=STUDY.paths.table("lexical_layers"),
+        classes=STUDY.paths.table(TABLE.PATTERN_CLASSES),
+        change=STUDY.paths.table(TABLE.FINETUNE_CHANGE),
+        lexical=STUDY.paths.table(TABLE.LEXICAL_LAYERS),
     output:
-        classes_png=STUDY.finetune_effects.report_figure("pattern_classes"),
-        classes_pdf=STUDY.paths.figure("finetune_effects", "pattern_classes", "pdf"),
-        change_png=STUDY.finetune_effects.report_figure("finetune_change"),
-        change_pdf=STUDY.paths.figure("finetune_effects", "finetune_change", "pdf"),
-        lexical_png=STUDY.finetune_effects.report_figure("lexical_layers"),
-        lexical_pdf=STUDY.paths.figure("finetune_effects", "lexical_layers", "pdf"),
+        classes_png=STUDY.finetune_effects.report_figure(TABLE.PATTERN_CLASSES),
+        classes_pdf=STUDY.paths.figure("finetune_effects", TABLE.PATTERN_CLASSES, "pdf"),
+        change_png=STUDY.finetune_effects.report_figure(TABLE.FINETUNE_CHANGE),
+        change_pdf=STUDY.paths.figure("finetune_effects", TABLE.FINETUNE_CHANGE, "pdf"),
+        lexical_png=STUDY.finetune_effects.report_figure(TABLE.LEXICAL_LAYERS),
+        lexical_pdf=STUDY.paths.figure("finetune_effects", TABLE.LEXICAL_LAYERS, "pdf"),
         trajectory_png=STUDY.finetune_effects.report_figure("trajectory"),
         trajectory_pdf=STUDY.paths.figure("finetune_effects", "trajectory", "pdf"),
     log:

@@ -36,7 +36,7 @@ rule models_table:
     input:
         expand(STUDY.paths.model_card("{model}"), model=STUDY.models),
     output:
-        STUDY.stage("models").report_table("models"),
+        STUDY.stage("models").report_table(TABLE.MODELS),
     log:
         STUDY.paths.log("models", "models_table"),
     conda:

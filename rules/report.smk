@@ -21,7 +21,7 @@ rule paper_comparison:
         **STUDY.report.tables,
         paper_values=PAPER_VALUES,
     output:
-        STUDY.report.report_table("paper_comparison"),
+        STUDY.report.report_table(TABLE.PAPER_COMPARISON),
     log:
         STUDY.paths.log("report", "paper_comparison"),
     conda:
@@ -65,7 +65,7 @@ rule signal_comparison:
     input:
         **STUDY.report.signal_comparison_inputs,
     output:
-        STUDY.report.report_table("signal_comparison"),
+        STUDY.report.report_table(TABLE.SIGNAL_COMPARISON),
     log:
         STUDY.paths.log("report", "signal_comparison"),
     conda:
@@ -86,7 +86,7 @@ rule signal_comparison:
 
 rule signal_comparison_figure:
     input:
-        table=STUDY.paths.table("signal_comparison"),
+        table=STUDY.paths.table(TABLE.SIGNAL_COMPARISON),
     output:
         png=STUDY.report.report_figure("signals/{model}"),
         pdf=STUDY.paths.figure("signals", "{model}", "pdf"),
@@ -106,7 +106,7 @@ rule head_development:
     input:
         **STUDY.report.development_inputs,
     output:
-        STUDY.report.report_table("head_development"),
+        STUDY.report.report_table(TABLE.HEAD_DEVELOPMENT),
     log:
         STUDY.paths.log("report", "head_development"),
     conda:
@@ -127,7 +127,7 @@ rule head_development:
 rule head_development_figure:
     input:
         **STUDY.report.development_figure_inputs,
-        table=STUDY.paths.table("head_development"),
+        table=STUDY.paths.table(TABLE.HEAD_DEVELOPMENT),
     output:
         png=STUDY.report.report_figure("development/{series}"),
         pdf=STUDY.paths.figure("development", "{series}", "pdf"),
@@ -150,8 +150,8 @@ rule atlas:
     input:
         **STUDY.report.atlas_inputs,
     output:
-        atlas=STUDY.report.report_table("atlas"),
-        halves=STUDY.report.report_table("atlas_halves"),
+        atlas=STUDY.report.report_table(TABLE.ATLAS),
+        halves=STUDY.report.report_table(TABLE.ATLAS_HALVES),
     log:
         STUDY.paths.log("report", "atlas"),
     conda:
@@ -174,10 +174,10 @@ rule atlas:
 
 rule atlas_figure:
     input:
-        table=STUDY.paths.table("atlas"),
+        table=STUDY.paths.table(TABLE.ATLAS),
     output:
         png=STUDY.report.report_figure("report/atlas"),
-        pdf=STUDY.paths.figure("report", "atlas", "pdf"),
+        pdf=STUDY.paths.figure("report", TABLE.ATLAS, "pdf"),
     log:
         STUDY.paths.log("report", "atlas_figure"),
     conda:
@@ -197,12 +197,12 @@ rule atlas_figure:
 # The checkpoint records of the pairs that may hold the same weights give their weights' digests.
 rule role_agreement:
     input:
-        atlas=STUDY.paths.table("atlas"),
-        halves=STUDY.paths.table("atlas_halves"),
+        atlas=STUDY.paths.table(TABLE.ATLAS),
+        halves=STUDY.paths.table(TABLE.ATLAS_HALVES),
         checkpoints=STUDY.report.weight_checkpoints(),
     output:
-        agreement=STUDY.report.report_table("role_agreement"),
-        by_layer=STUDY.report.report_table("role_change_by_layer"),
+        agreement=STUDY.report.report_table(TABLE.ROLE_AGREEMENT),
+        by_layer=STUDY.report.report_table(TABLE.ROLE_CHANGE_BY_LAYER),
     log:
         STUDY.paths.log("report", "role_agreement"),
     conda:
@@ -224,11 +224,11 @@ rule role_agreement:
 
 rule role_agreement_figure:
     input:
-        table=STUDY.paths.table("role_agreement"),
+        table=STUDY.paths.table(TABLE.ROLE_AGREEMENT),
         reference=ROLE_AGREEMENT_REFERENCE,
     output:
         png=STUDY.report.report_figure("report/role_agreement"),
-        pdf=STUDY.paths.figure("report", "role_agreement", "pdf"),
+        pdf=STUDY.paths.figure("report", TABLE.ROLE_AGREEMENT, "pdf"),
     log:
         STUDY.paths.log("report", "role_agreement_figure"),
     conda:
@@ -243,10 +243,10 @@ rule role_agreement_figure:
 
 rule role_change_figure:
     input:
-        table=STUDY.paths.table("role_change_by_layer"),
+        table=STUDY.paths.table(TABLE.ROLE_CHANGE_BY_LAYER),
     output:
         png=STUDY.report.report_figure("report/role_change_by_layer"),
-        pdf=STUDY.paths.figure("report", "role_change_by_layer", "pdf"),
+        pdf=STUDY.paths.figure("report", TABLE.ROLE_CHANGE_BY_LAYER, "pdf"),
     log:
         STUDY.paths.log("report", "role_change_figure"),
     conda:

@@ -1,9 +1,8 @@
 # Each rule runs the function registered as @entry_point("<rule name>") in workflow_scripts/entrypoints/surface.py.
 # Surface, gradient and clustering analyses of "What Does BERT Look At?" (METHODS 7.1, 7.2, 7.6, 10).
 # One job per (model, checkpoint) and analysis writes a part under {results}/analysis/surface/; study-wide
-# rules combine the parts into {results}/tables/ (surface_heads, sep_gradient, head_clusters, attention_distance,
-# head_diagnostics, sink_rates and one table per declared head measure) and draw the figures under
-# {results}/figures/surface/. See docs/surface.md.
+# rules combine the parts into {results}/tables/ (the tables of the surface plan's analyses, and one table per
+# declared head measure) and draw the figures under {results}/figures/surface/. See docs/surface.md.
 
 from workflow_scripts.study.plans.surface import MEASURE_PATTERN, STACKED_PATTERN
 
@@ -18,7 +17,7 @@ rule surface_heads_shard:
     input:
         unpack(STUDY.surface.dump),
     output:
-        STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "surface_heads"),
+        STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", TABLE.SURFACE_HEADS),
     log:
         STUDY.paths.log("surface", "{model}_{checkpoint}_surface_heads.{shard_group}"),
     conda:
@@ -39,12 +38,12 @@ rule surface_heads_part:
     input:
         dump=STUDY.surface.dump_manifest,
         partials=expand(
-            STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "surface_heads"),
+            STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", TABLE.SURFACE_HEADS),
             shard_group=STUDY.shard_groups,
             allow_missing=True,
         ),
     output:
-        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "surface_heads.csv"),
+        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", f"{TABLE.SURFACE_HEADS}.csv"),
     log:
         STUDY.paths.log("surface", "{model}_{checkpoint}_surface_heads"),
     conda:
@@ -66,7 +65,7 @@ rule sep_gradient_part:
     input:
         unpack(STUDY.surface.sep_gradient),
     output:
-        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "sep_gradient.csv"),
+        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", f"{TABLE.SEP_GRADIENT}.csv"),
     log:
         STUDY.paths.log("surface", "{model}_{checkpoint}_sep_gradient"),
     conda:
@@ -93,9 +92,9 @@ rule sep_gradient_part:
 rule head_clusters_part:
     input:
         unpack(STUDY.surface.dump),
-        surface=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "surface_heads.csv"),
+        surface=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", f"{TABLE.SURFACE_HEADS}.csv"),
     output:
-        clusters=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "head_clusters.csv"),
+        clusters=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", f"{TABLE.HEAD_CLUSTERS}.csv"),
         distances=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "head_distances.csv"),
     log:
         STUDY.paths.log("surface", "{model}_{checkpoint}_head_clusters"),
@@ -119,7 +118,7 @@ rule attention_distance_shard:
     input:
         dump=STUDY.surface.dump_manifest,
     output:
-        STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "attention_distance"),
+        STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", TABLE.ATTENTION_DISTANCE),
     log:
         STUDY.paths.log("surface", "{model}_{checkpoint}_attention_distance.{shard_group}"),
     conda:
@@ -139,12 +138,12 @@ rule attention_distance_part:
     input:
         dump=STUDY.surface.dump_manifest,
         partials=expand(
-            STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", "attention_distance"),
+            STUDY.paths.shard_partial("surface", "{model}", "{checkpoint}", TABLE.ATTENTION_DISTANCE),
             shard_group=STUDY.shard_groups,
             allow_missing=True,
         ),
     output:
-        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "attention_distance.csv"),
+        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", f"{TABLE.ATTENTION_DISTANCE}.csv"),
     log:
         STUDY.paths.log("surface", "{model}_{checkpoint}_attention_distance"),
     conda:
@@ -247,8 +246,8 @@ rule head_diagnostics_part:
         checkpoint=STUDY.surface.checkpoint_manifest,
         tokens=STUDY.surface.token_table,
     output:
-        diagnostics=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "head_diagnostics.csv"),
-        halves=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "head_diagnostics_halves.csv"),
+        diagnostics=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", f"{TABLE.HEAD_DIAGNOSTICS}.csv"),
+        halves=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", f"{TABLE.HEAD_DIAGNOSTICS_HALVES}.csv"),
     log:
         STUDY.paths.log("surface", "{model}_{checkpoint}_head_diagnostics"),
     conda:
@@ -270,15 +269,18 @@ rule head_diagnostics_part:
 
 rule head_diagnostics_table:
     input:
-        parts=[STUDY.paths.analysis("surface", m, c, "head_diagnostics.csv") for m, c in STUDY.surface.diagnostic_pairs],
+        parts=[
+            STUDY.paths.analysis("surface", m, c, f"{TABLE.HEAD_DIAGNOSTICS}.csv")
+            for m, c in STUDY.surface.diagnostic_pairs
+        ],
         halves=[
-            STUDY.paths.analysis("surface", m, c, "head_diagnostics_halves.csv")
+            STUDY.paths.analysis("surface", m, c, f"{TABLE.HEAD_DIAGNOSTICS_HALVES}.csv")
             for m, c in STUDY.surface.diagnostic_pairs
         ],
     output:
-        diagnostics=STUDY.surface.report_table("head_diagnostics"),
-        sink_rates=STUDY.surface.report_table("sink_rates"),
-        halves=STUDY.surface.report_table("head_diagnostics_halves"),
+        diagnostics=STUDY.surface.report_table(TABLE.HEAD_DIAGNOSTICS),
+        sink_rates=STUDY.surface.report_table(TABLE.SINK_RATES),
+        halves=STUDY.surface.report_table(TABLE.HEAD_DIAGNOSTICS_HALVES),
     log:
         STUDY.paths.log("surface", "head_diagnostics_table"),
     conda:
@@ -299,7 +301,7 @@ rule icl_score_part:
         checkpoint=STUDY.surface.checkpoint_manifest,
         tokens=STUDY.surface.token_table,
     output:
-        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "icl_score.csv"),
+        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", f"{TABLE.ICL_SCORE}.csv"),
     log:
         STUDY.paths.log("surface", "{model}_{checkpoint}_icl_score"),
     conda:
@@ -324,7 +326,7 @@ rule icl_score_part:
 
 rule surface_figures:
     input:
-        STUDY.paths.table("surface_heads"),
+        STUDY.paths.table(TABLE.SURFACE_HEADS),
     output:
         special_png=STUDY.surface.report_figure("special_tokens"),
         special_pdf=STUDY.paths.figure("surface", "special_tokens", "pdf"),
@@ -346,10 +348,10 @@ rule surface_figures:
 
 rule sep_gradient_figure:
     input:
-        STUDY.paths.table("sep_gradient"),
+        STUDY.paths.table(TABLE.SEP_GRADIENT),
     output:
-        png=STUDY.surface.report_figure("sep_gradient"),
-        pdf=STUDY.paths.figure("surface", "sep_gradient", "pdf"),
+        png=STUDY.surface.report_figure(TABLE.SEP_GRADIENT),
+        pdf=STUDY.paths.figure("surface", TABLE.SEP_GRADIENT, "pdf"),
     log:
         STUDY.paths.log("surface", "sep_gradient_figure"),
     conda:
@@ -364,10 +366,10 @@ rule sep_gradient_figure:
 
 rule head_clusters_figure:
     input:
-        STUDY.paths.table("head_clusters"),
+        STUDY.paths.table(TABLE.HEAD_CLUSTERS),
     output:
-        png=STUDY.surface.report_figure("head_clusters"),
-        pdf=STUDY.paths.figure("surface", "head_clusters", "pdf"),
+        png=STUDY.surface.report_figure(TABLE.HEAD_CLUSTERS),
+        pdf=STUDY.paths.figure("surface", TABLE.HEAD_CLUSTERS, "pdf"),
     log:
         STUDY.paths.log("surface", "head_clusters_figure"),
     conda:

@@ -84,9 +84,9 @@ rule dependency_tables:
             for m, c, t, s in STUDY.syntax.dependency_parts()
         ],
     output:
-        heads=STUDY.syntax.report_table("dependency_heads"),
-        best=STUDY.syntax.report_table("dependency_best"),
-        halves=STUDY.syntax.report_table("dependency_halves"),
+        heads=STUDY.syntax.report_table(TABLE.DEPENDENCY_HEADS),
+        best=STUDY.syntax.report_table(TABLE.DEPENDENCY_BEST),
+        halves=STUDY.syntax.report_table(TABLE.DEPENDENCY_HALVES),
     log:
         STUDY.paths.log("syntax", "dependency_tables"),
     conda:
@@ -136,8 +136,8 @@ rule coreference_tables:
             for m, c in STUDY.syntax.coref_pairs
         ],
     output:
-        heads=STUDY.syntax.report_table("coref_heads"),
-        best=STUDY.syntax.report_table("coref_best"),
+        heads=STUDY.syntax.report_table(TABLE.COREF_HEADS),
+        best=STUDY.syntax.report_table(TABLE.COREF_BEST),
     log:
         STUDY.paths.log("syntax", "coreference_tables"),
     conda:
@@ -184,7 +184,7 @@ rule probe_attention:
     input:
         unpack(STUDY.syntax.probe_attention),
     output:
-        STUDY.paths.analysis("syntax", "{model}", "{checkpoint}", "probes", "{treebank}", "{probe}.parquet"),
+        STUDY.paths.analysis("syntax", "{model}", "{checkpoint}", TABLE.PROBES, "{treebank}", "{probe}.parquet"),
     log:
         STUDY.paths.log("syntax", "{model}_{checkpoint}_probe_{treebank}_{probe}"),
     wildcard_constraints:
@@ -245,7 +245,7 @@ rule probe_mst:
             "syntax", "{model}", "{checkpoint}", "dependency", f"{{treebank}}_{SYNTAX_SELECT}.parquet"
         ),
     output:
-        STUDY.paths.analysis("syntax", "{model}", "{checkpoint}", "probes", "{treebank}", "mst_best_head.parquet"),
+        STUDY.paths.analysis("syntax", "{model}", "{checkpoint}", TABLE.PROBES, "{treebank}", "mst_best_head.parquet"),
     log:
         STUDY.paths.log("syntax", "{model}_{checkpoint}_probe_mst_{treebank}"),
     conda:
@@ -264,7 +264,7 @@ rule probes_table:
     input:
         parts=[path for *_, path in STUDY.syntax.probe_parts()],
     output:
-        STUDY.syntax.report_table("probes"),
+        STUDY.syntax.report_table(TABLE.PROBES),
     log:
         STUDY.paths.log("syntax", "probes_table"),
     conda:
@@ -283,8 +283,8 @@ rule probes_table:
 
 rule dependency_heatmaps:
     input:
-        heads=STUDY.paths.table("dependency_heads"),
-        best=STUDY.paths.table("dependency_best"),
+        heads=STUDY.paths.table(TABLE.DEPENDENCY_HEADS),
+        best=STUDY.paths.table(TABLE.DEPENDENCY_BEST),
     output:
         png=STUDY.syntax.report_figure("dependency_heads_{model}_{checkpoint}_{treebank}"),
         pdf=STUDY.paths.figure("syntax", "dependency_heads_{model}_{checkpoint}_{treebank}", "pdf"),
@@ -309,7 +309,7 @@ rule best_head_maps:
         dump=STUDY.syntax.score_dump,
         tokens=STUDY.syntax.score_tokens,
         annotation=STUDY.paths.annotation("{treebank}", SYNTAX_SCORE),
-        best=STUDY.paths.table("dependency_best"),
+        best=STUDY.paths.table(TABLE.DEPENDENCY_BEST),
     output:
         png=STUDY.syntax.report_figure("best_head_maps_{model}_{checkpoint}_{treebank}"),
         pdf=STUDY.paths.figure("syntax", "best_head_maps_{model}_{checkpoint}_{treebank}", "pdf"),

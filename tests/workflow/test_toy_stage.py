@@ -30,12 +30,14 @@ NEW_FILES = {
     f"rules/{STAGE}.smk": '''
         # Each rule runs the function registered as @entry_point("<rule name>") in the stage's entry points.
 
+        from workflow_scripts.study.plans.token_counts import TOKEN_COUNTS
+
 
         rule token_counts_table:
             input:
                 STUDY.token_counts.token_tables,
             output:
-                report(STUDY.paths.table("token_counts"), caption="../report/token_counts.rst", category="Toy"),
+                STUDY.token_counts.report_table(TOKEN_COUNTS),
             log:
                 STUDY.paths.log("token_counts", "token_counts_table"),
             conda:
@@ -55,15 +57,23 @@ NEW_FILES = {
         from __future__ import annotations
 
         from dataclasses import dataclass
+        from typing import ClassVar
 
         from .declarations import Analysis, StagePlan, declared_tables
 
         STAGE = "token_counts"
-        ANALYSES = (Analysis("token_counts", "the study", tables=("token_counts",), captions=("token_counts.rst",)),)
+        REPORT_CATEGORY = "Toy"
+        # The stage's one table, named here only: no code outside the stage's plan and rules reads it.
+        TOKEN_COUNTS = "token_counts"
+        ANALYSES = (Analysis(STAGE, "the study", tables=(TOKEN_COUNTS,), captions=("token_counts.rst",)),)
 
 
         @dataclass(frozen=True, eq=False, kw_only=True)
         class Plan(StagePlan):
+            analyses: ClassVar[tuple[Analysis, ...]] = ANALYSES
+            stage: ClassVar[str] = STAGE
+            report_category: ClassVar[str] = REPORT_CATEGORY
+
             models: list[str]
             token_tables: list[str]
 

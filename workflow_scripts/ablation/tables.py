@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.io import stack_csv_parts, write_csv
+from ..core.table_names import FOUND_HEADS, HEAD_DISABLING
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +26,7 @@ HEAD_DISABLING_COLUMNS = ["model", "checkpoint", "task", "metric", "mode", "laye
 FOUND_HEADS_COLUMNS = ["model", "source", "layer", "head", "head_label", "random_head_label", "mode", "target",
                        "baseline", "ablated", "delta", "random_ablated", "random_delta", "n"]
 # Each study table's columns, by its name (the generic rule ablation_table stacks them; its plan gives the sort key).
-COLUMNS = {"head_disabling": HEAD_DISABLING_COLUMNS, "found_heads": FOUND_HEADS_COLUMNS}
+COLUMNS = {HEAD_DISABLING: HEAD_DISABLING_COLUMNS, FOUND_HEADS: FOUND_HEADS_COLUMNS}
 
 
 def stack_parts(parts: Sequence[str | Path], output: str | Path, columns: Sequence[str],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.table_names import COREF_BEST
 from . import entry_point
 
 
@@ -30,7 +31,7 @@ def found_heads(smk: Any) -> None:
     from ..ablation.found_heads import run_found_heads
 
     p, i = smk.params, smk.input
-    run_found_heads(dependency_best=i.dependency_best, coref_best=i.get("coref_best"), pretrained=i.pretrained,
+    run_found_heads(dependency_best=i.dependency_best, coref_best=i.get(COREF_BEST), pretrained=i.pretrained,
                     finetuned=list(i.finetuned), dev=list(i.dev), tasks=[dict(t) for t in p.tasks],
                     settings=[dict(s) for s in p.settings], train_maps=i.train_maps, train_index=i.train_index,
                     train_annotation=i.train_annotation, test_tokens=i.test_tokens,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.io import listed
+from ..core.table_names import ATLAS, MODELS, ROLE_AGREEMENT
 from . import entry_point
 
 
@@ -38,5 +39,5 @@ def head_explorer(smk: Any) -> None:
 def explorer_index(smk: Any) -> None:
     from ..explorer.index import index_page
 
-    index_page(list(smk.params.models), list(smk.params.pages), smk.input.models, smk.output[0],
-               atlas=smk.input.get("atlas"), agreement=smk.input.get("role_agreement"), treebank=smk.params.treebank)
+    index_page(list(smk.params.models), list(smk.params.pages), smk.input.get(MODELS), smk.output[0],
+               atlas=smk.input.get(ATLAS), agreement=smk.input.get(ROLE_AGREEMENT), treebank=smk.params.treebank)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..core.table_names import FINETUNE_CHANGE
 from . import entry_point
 
 
@@ -84,7 +85,7 @@ def finetune_effects_table(smk: Any) -> None:
 
     # The change after fine-tuning may have no part (the study fine-tunes nothing it analyses): its table is then these
     # columns alone; the other tables always have parts.
-    empty_columns = {"finetune_change": ["model", "task", "checkpoint", "kind", "seed", "step", "global_step", "layer",
+    empty_columns = {FINETUNE_CHANGE: ["model", "task", "checkpoint", "kind", "seed", "step", "global_step", "layer",
                                          "head", "cosine", "ci_low", "ci_high", "n", "bootstrap_seed"]}
     combine_parts(list(smk.input), smk.output[0], list(smk.params.key), pretrained_only=smk.params.pretrained_only,
                   empty_columns=empty_columns.get(smk.wildcards.table))

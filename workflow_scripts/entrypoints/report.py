@@ -11,6 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.io import listed
+from ..core.table_names import (
+    DEPENDENCY_BEST,
+    DEPENDENCY_HEADS,
+    HEAD_DIAGNOSTICS,
+    ICL_SCORE,
+    MODELS,
+    SINK_RATES,
+    SURFACE_HEADS,
+)
 from . import entry_point
 
 
@@ -50,7 +59,7 @@ def summary_figure(smk: Any) -> None:
 def signal_comparison(smk: Any) -> None:
     from ..report.signals import signal_comparison as run
 
-    run(smk.input.get("surface_heads"), smk.input.get("dependency_best"), smk.output[0], models=smk.params.models,
+    run(smk.input.get(SURFACE_HEADS), smk.input.get(DEPENDENCY_BEST), smk.output[0], models=smk.params.models,
         signals=smk.params.signals, treebank=smk.params.treebank, select_split=smk.params.select_split,
         score_split=smk.params.score_split)
 
@@ -66,7 +75,7 @@ def signal_comparison_figure(smk: Any) -> None:
 def head_development(smk: Any) -> None:
     from ..report.development import head_development as run
 
-    run(smk.input.get("sink_rates"), smk.input.get("head_diagnostics"), smk.input.get("dependency_heads"),
+    run(smk.input.get(SINK_RATES), smk.input.get(HEAD_DIAGNOSTICS), smk.input.get(DEPENDENCY_HEADS),
         smk.output[0], series=smk.params.series, treebank=smk.params.treebank,
         select_split=smk.params.select_split, score_split=smk.params.score_split)
 
@@ -76,7 +85,7 @@ def head_development_figure(smk: Any) -> None:
     from ..report.development import draw_head_development
 
     draw_head_development(smk.input.table, smk.output.png, smk.output.pdf, series=smk.wildcards.series,
-                          icl_score=smk.input.get("icl_score"))
+                          icl_score=smk.input.get(ICL_SCORE))
 
 
 
@@ -94,7 +103,7 @@ def atlas(smk: Any) -> None:
     parameters = {model: parameter_count(read_manifest(manifest, verify=False)["load_from"])
                   for model, manifest in zip(p.random_models, listed(smk.input.get("random_checkpoints")),
                                              strict=True)}
-    atlas_tables(smk.input.models, smk.output.atlas, smk.output.halves,
+    atlas_tables(smk.input.get(MODELS), smk.output.atlas, smk.output.halves,
                  family_of=lambda model_type: family_of(model_type).name,
                  tables={name: smk.input.get(name) for name in ATLAS_INPUTS}, patterns=patterns,
                  parameters=parameters, revisions=p.revisions, treebank=p.treebank, select_split=p.select_split,

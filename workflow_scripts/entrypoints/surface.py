@@ -127,7 +127,7 @@ def head_measure_part(smk: Any) -> None:
 
 @entry_point("head_diagnostics_part")
 def head_diagnostics_part(smk: Any) -> None:
-    from ..surface.diagnostics import Settings, head_diagnostics
+    from ..surface.diagnostics import Settings, write_diagnostics_part
 
     p = smk.params
     given = dict(p.settings)
@@ -135,7 +135,7 @@ def head_diagnostics_part(smk: Any) -> None:
                         token_range=tuple(given["token_range"]) if given["token_range"] is not None else None,
                         prepend_bos=given["prepend_bos"], batch_size=given["batch_size"],
                         sink_threshold=given["sink_threshold"])
-    head_diagnostics(smk.input.checkpoint, smk.output.diagnostics, model=smk.wildcards.model,
+    write_diagnostics_part(smk.input.checkpoint, smk.output.diagnostics, model=smk.wildcards.model,
                      checkpoint=smk.wildcards.checkpoint, settings=settings, resamples=p.resamples,
                      bootstrap_seed=p.bootstrap_seed, threads=smk.threads, offline=p.offline,
                      natural_tokens=smk.input.tokens, dtype=p.dtype, halves_output=smk.output.halves)

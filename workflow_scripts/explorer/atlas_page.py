@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.io import read_csv
+from ..core.table_names import HEAD_DIAGNOSTICS
 from .head_tables import checkpoint_id
 
 DIGITS = 4
@@ -80,12 +81,12 @@ def role_measures(role: str, detail: str, treebank: str | None, checkpoint: str 
 def _pretrained_measures(role: str, detail: str, treebank: str | None) -> list[str]:
     if role == "sink":
         natural = ["measure.first_token.first_token"]
-        random = ["measure.head_diagnostics.first_token.random"]
+        random = [f"measure.{HEAD_DIAGNOSTICS}.first_token.random"]
         return [*(random + natural if detail == "random" else natural + random), "surface.cls"]
     if role == "previous_token":
         return ["measure.previous_token.previous_token", "surface.prev"]
     if role == "induction":
-        return ["measure.head_diagnostics.induction.random_repeated"]
+        return [f"measure.{HEAD_DIAGNOSTICS}.induction.random_repeated"]
     if role in ("dependency", "dependency_accuracy") and treebank:
         return [f"dependency.{treebank}.all" if detail == "all" else f"dependency.{treebank}.best"]
     if role in ("coreference", "coreference_accuracy"):

@@ -26,6 +26,17 @@ from pathlib import Path
 from typing import Any
 
 from ..core.io import atomic_path, read_csv
+from ..core.table_names import (
+    ATTENTION_DISTANCE,
+    COREF_HEADS,
+    DEPENDENCY_HEADS,
+    FINETUNE_CHANGE,
+    HEAD_CLUSTERS,
+    HEAD_DIAGNOSTICS,
+    LEXICAL_HEADS,
+    MODELS,
+    SURFACE_HEADS,
+)
 from ..models.shape import ModelShape
 from .example_maps import example_maps
 from .head_tables import (
@@ -51,7 +62,7 @@ _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2
 _PLACEHOLDER = re.compile(r"\{\{([A-Z]+)\}\}")
 # The grid measures a decoder's page opens on, the first the study has: attention to the first token (its sink) on the
 # surface corpus, then on random tokens (study/plans/surface.py declares both).
-DECODER_DEFAULTS = ("measure.first_token.first_token", "measure.head_diagnostics.first_token.random")
+DECODER_DEFAULTS = ("measure.first_token.first_token", f"measure.{HEAD_DIAGNOSTICS}.first_token.random")
 
 
 def embed_json(data: Any) -> str:
@@ -116,16 +127,16 @@ def explorer_data(model: str, tables: Mapping[str, str | Path | None], *,
     ``examples``: the example maps (:func:`workflow_scripts.explorer.example_maps.example_maps`);
     ``head_measures``: the declared per-head columns that colour the grid too (study/plans/declarations.py).
     """
-    shape = models_table_shape(tables["models"], model)
+    shape = models_table_shape(tables[MODELS], model)
     measures: list[dict] = []
     sections: dict[str, Any] = {}
     built = {
-        "surface": surface_section(tables.get("surface_heads"), tables.get("attention_distance"), model, shape),
-        "dependency": dependency_section(tables.get("dependency_heads"), model, shape, relations=relations,
+        "surface": surface_section(tables.get(SURFACE_HEADS), tables.get(ATTENTION_DISTANCE), model, shape),
+        "dependency": dependency_section(tables.get(DEPENDENCY_HEADS), model, shape, relations=relations,
                                          select_split=select_split),
-        "coreference": coreference_section(tables.get("coref_heads"), model, shape),
-        "cluster": cluster_section(tables.get("head_clusters"), model, shape),
-        "change": change_section(tables.get("finetune_change"), model, shape),
+        "coreference": coreference_section(tables.get(COREF_HEADS), model, shape),
+        "cluster": cluster_section(tables.get(HEAD_CLUSTERS), model, shape),
+        "change": change_section(tables.get(FINETUNE_CHANGE), model, shape),
         "patterns": pattern_section(pattern_parts, shape),
     }
     # Grid order: surface, syntax, clusters, then change and pattern classes per task.
@@ -141,7 +152,7 @@ def explorer_data(model: str, tables: Mapping[str, str | Path | None], *,
     lexical_checkpoints: dict[str, list[str]] = {}
     for checkpoint, task, _ in pattern_parts:
         lexical_checkpoints.setdefault(task, []).append(checkpoint)
-    lexical = lexical_section(tables.get("lexical_heads"), model, shape, lexical_checkpoints)
+    lexical = lexical_section(tables.get(LEXICAL_HEADS), model, shape, lexical_checkpoints)
     if lexical is not None:
         sections["lexical"] = lexical
     absent = [name for name in SECTION_ORDER if name not in sections]
@@ -155,13 +166,13 @@ def explorer_data(model: str, tables: Mapping[str, str | Path | None], *,
                    f"{len(examples.get('sentences', []))} example inputs",
         "signal_order": [SIGNAL],
         "signals": {SIGNAL: {"label": "attention weights", "measures": measures, "sections": sections,
-                             "default_measure": default_measure(measures, is_decoder(tables["models"], model))}},
+                             "default_measure": default_measure(measures, is_decoder(tables[MODELS], model))}},
         "section_order": list(SECTION_ORDER), "examples": dict(examples), "notes": notes,
     }
 
 
 # The tables that hold a fine-tuned checkpoint's per-head measures (roles.finetuned, docs/roles.md).
-CHECKPOINT_TABLES = ("head_diagnostics", "surface_heads", "dependency_heads", "coref_heads")
+CHECKPOINT_TABLES = (HEAD_DIAGNOSTICS, SURFACE_HEADS, DEPENDENCY_HEADS, COREF_HEADS)
 
 
 def measured_checkpoints(tables: Mapping[str, str | Path | None], model: str) -> list[str]:
@@ -184,12 +195,12 @@ def checkpoint_measures(tables: Mapping[str, str | Path | None], model: str, sha
     found = []
     for checkpoint in measured_checkpoints(tables, model):
         of_checkpoint = [
-            *surface_section(tables.get("surface_heads"), tables.get("attention_distance"), model, shape,
+            *surface_section(tables.get(SURFACE_HEADS), tables.get(ATTENTION_DISTANCE), model, shape,
                              checkpoint)[0],
             *declared_measures(head_measures, tables, model, shape, checkpoint),
-            *dependency_section(tables.get("dependency_heads"), model, shape, relations=relations,
+            *dependency_section(tables.get(DEPENDENCY_HEADS), model, shape, relations=relations,
                                 select_split=select_split, checkpoint=checkpoint)[0],
-            *coreference_section(tables.get("coref_heads"), model, shape, checkpoint)[0]]
+            *coreference_section(tables.get(COREF_HEADS), model, shape, checkpoint)[0]]
         for measure in of_checkpoint:
             measure.update(group=f"checkpoint {checkpoint}", label=f"{measure['label']} ({checkpoint})")
         found += of_checkpoint

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core.table_names import FINETUNE_METRICS
 from ..report.drawing import not_in_study
 from ..report.formatting import finite, task_order
 from ..report.items import PaperItem, StageReport, StudyContext, StudyTables, SummaryPanel
@@ -22,7 +23,7 @@ def draw_finetune(ax: Any, model: str, tables: StudyTables, items: Sequence[Pape
                   ctx: StudyContext) -> str | None:
     """Panel E: the final checkpoints' dev scores (main GLUE metric, mean of seeds) beside the majority baseline."""
     title = "E  Fine-tuning: dev score vs majority baseline"
-    rows, why = tables.model_rows("finetune_metrics", model)
+    rows, why = tables.model_rows(FINETUNE_METRICS, model)
     if rows is None:
         return not_in_study(ax, title, why)
     main = rows["main_metric"].astype(str).str.lower() == "true"
@@ -67,4 +68,4 @@ def draw_finetune(ax: Any, model: str, tables: StudyTables, items: Sequence[Pape
     return None
 
 
-REPORT = StageReport(tables=("finetune_metrics",), panels=(SummaryPanel("E", draw_finetune, DEV_NOTE),))
+REPORT = StageReport(tables=(FINETUNE_METRICS,), panels=(SummaryPanel("E", draw_finetune, DEV_NOTE),))

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core.table_names import LEXICAL_LAST_LAYER, LEXICAL_TOP_LAYERS, PATTERN_CLASSES, PATTERN_CLASSIFIER
 from ..finetune.tasks import TASK_NAMES
 from ..models.report import checkpoint_order, compared_checkpoints, is_final
 from ..report.drawing import not_in_study
@@ -43,7 +44,7 @@ DEV_NOTE = "each task's dev split"
 def compare_pattern_classifier(item: PaperItem, model: str, tables: StudyTables,
                                ctx: StudyContext) -> list[dict[str, Any]]:
     """[K] section 4.1: the CNN's held-out macro-F1 (on human-labelled maps where there are any)."""
-    rows, why = tables.model_rows("pattern_classifier", model)
+    rows, why = tables.model_rows(PATTERN_CLASSIFIER, model)
     if rows is None:
         return [missing_row(why)]
     cnn = rows[rows["classifier"].astype(str) == "cnn"]
@@ -86,7 +87,7 @@ def _task_reason(task: str, ctx: StudyContext, *, finetuned: bool, table: str) -
 def compare_pattern_classes(item: PaperItem, model: str, tables: StudyTables,
                             ctx: StudyContext) -> list[dict[str, Any]]:
     """[K] section 4.1: the share of a class per task at the final fine-tuned checkpoints."""
-    rows, why = tables.model_rows("pattern_classes", model)
+    rows, why = tables.model_rows(PATTERN_CLASSES, model)
     if rows is None:
         return [missing_row(why)]
     wanted = item.item.split(" ", 1)[0].lower()
@@ -122,7 +123,7 @@ def compare_pattern_classes(item: PaperItem, model: str, tables: StudyTables,
             seen.add(task)
     for task in paper_tasks:
         if task not in seen:
-            out.append(missing_row(_task_reason(task, ctx, finetuned=False, table="pattern_classes"), task=task,
+            out.append(missing_row(_task_reason(task, ctx, finetuned=False, table=PATTERN_CLASSES), task=task,
                                    detail=f"paper's {TASK_NAMES.get(task, task)}: {paper_tasks[task]:g}"))
     return out or [missing_row("pattern_classes.csv has no rows for this class")]
 
@@ -147,7 +148,7 @@ def compare_lexical(item: PaperItem, model: str, tables: StudyTables, ctx: Study
 
 def _lexical_layers(item: PaperItem, model: str, tables: StudyTables, ctx: StudyContext,
                     category: str) -> list[dict[str, Any]]:
-    rows, why = tables.model_rows("lexical_top_layers", model)
+    rows, why = tables.model_rows(LEXICAL_TOP_LAYERS, model)
     if rows is None:
         return [missing_row(why)]
     rows = rows[rows["category"].astype(str) == category]
@@ -182,7 +183,7 @@ def _lexical_direction(item: PaperItem, model: str, tables: StudyTables,
     if not tasks:
         return [missing_row("finetune_effects.predictions names no task groups")]
     groups = {t: g for g, ts in ctx.predictions.items() for t in ts}
-    rows, why = tables.model_rows("lexical_last_layer", model)
+    rows, why = tables.model_rows(LEXICAL_LAST_LAYER, model)
     out = []
     for task in tasks:
         part = None
@@ -190,7 +191,7 @@ def _lexical_direction(item: PaperItem, model: str, tables: StudyTables,
             part = rows[(rows["task"].astype(str) == task) & (rows["measure"].astype(str) == "argmax")]
         finals = [c for c in compared_checkpoints(part) if is_final(c)] if part is not None and len(part) else []
         if not finals:
-            reason = why if rows is None else _task_reason(task, ctx, finetuned=True, table="lexical_last_layer")
+            reason = why if rows is None else _task_reason(task, ctx, finetuned=True, table=LEXICAL_LAST_LAYER)
             out.append(missing_row(reason, task=task))
             continue
         for checkpoint in finals:
@@ -223,7 +224,7 @@ def draw_lexical(ax: Any, model: str, tables: StudyTables, items: Sequence[Paper
                  ctx: StudyContext) -> str | None:
     """Panel F: the last layer's change of the content and function shares per task, 95% intervals."""
     title = "F  Last layer: change of most-attended word category"
-    rows, why = tables.model_rows("lexical_last_layer", model)
+    rows, why = tables.model_rows(LEXICAL_LAST_LAYER, model)
     if rows is None:
         return not_in_study(ax, title, why)
     rows = rows[(rows["measure"].astype(str) == "argmax") & rows["checkpoint"].astype(str).map(is_final)]
@@ -263,7 +264,7 @@ def draw_lexical(ax: Any, model: str, tables: StudyTables, items: Sequence[Paper
 
 
 REPORT = StageReport(
-    tables=("pattern_classes", "pattern_classifier", "lexical_top_layers", "lexical_last_layer"),
+    tables=(PATTERN_CLASSES, PATTERN_CLASSIFIER, LEXICAL_TOP_LAYERS, LEXICAL_LAST_LAYER),
     comparisons=(PaperComparison("pattern_classifier", compare_pattern_classifier),
                  PaperComparison("pattern_classes", compare_pattern_classes),
                  PaperComparison("lexical", compare_lexical)),

@@ -14,11 +14,12 @@ from collections.abc import Iterable
 import pandas as pd
 
 from ..core.errors import AtlasError
+from ..core.table_names import MODELS
 from ..report.formatting import CONTROL, NO_CHECKPOINT
 from ..report.items import StageReport
 from .checkpoints import parse_checkpoint_name
 
-REPORT = StageReport(tables=("models",))
+REPORT = StageReport(tables=(MODELS,))
 
 
 def checkpoint_order(name: str) -> tuple:

@@ -3,7 +3,7 @@ depth, from the tables the study already makes, one row per (model, checkpoint, 
 
 Roles, each from its own table (a study without the table has no rows for the role):
 
-- ``sink``, ``previous_token``, ``induction`` (head_diagnostics.csv): alpha_1 and the previous-token share on
+- ``sink``, ``previous_token``, ``induction`` (the head diagnostics): alpha_1 and the previous-token share on
   natural text (random tokens where a model has no natural rows), the induction score on repeated random tokens;
 - ``dependency`` (dependency_best.csv): each relation's best head (``detail``: the relation) on the syntax treebank,
   selected on ``select_split`` and scored on ``score_split``, in the ``either`` direction ([C]'s Table 1;
@@ -44,6 +44,16 @@ import pandas as pd
 
 from ..core.errors import AtlasError
 from ..core.io import read_csv, write_csv
+from ..core.table_names import (
+    COREF_BEST,
+    COREF_HEADS,
+    DEPENDENCY_BEST,
+    DEPENDENCY_HALVES,
+    DEPENDENCY_HEADS,
+    HEAD_DIAGNOSTICS,
+    HEAD_DIAGNOSTICS_HALVES,
+    HEAD_DISABLING,
+)
 
 PRETRAINED, RANDOM = "pretrained", "random"
 SINK_INPUTS = ("natural", "random")  # the first a model has
@@ -57,8 +67,8 @@ LAST_ROLE = "causal_importance"
 # The roles of every head's accuracy: the atlas figure draws the best-head roles of the same quantities instead.
 ACCURACY_ROLES = ("dependency_accuracy", "coreference_accuracy")
 # The study tables the roles come from (the atlas rule's named inputs; the report's plan lists those planned).
-ATLAS_INPUTS = ("head_diagnostics", "dependency_best", "dependency_heads", "coref_best", "coref_heads",
-                "head_disabling", "head_diagnostics_halves", "dependency_halves")
+ATLAS_INPUTS = (HEAD_DIAGNOSTICS, DEPENDENCY_BEST, DEPENDENCY_HEADS, COREF_BEST, COREF_HEADS,
+                HEAD_DISABLING, HEAD_DIAGNOSTICS_HALVES, DEPENDENCY_HALVES)
 ROLE_COLUMNS = ["model", "checkpoint", "role", "detail", "layer", "head", "score", "ci_low", "ci_high",
                 "random_score"]
 MODEL_COLUMNS = ["model", "family", "parameters", "series", "revision", "step", "num_layers", "num_heads"]
@@ -95,7 +105,7 @@ def _role_frame(rows: pd.DataFrame, role: str, detail: str | pd.Series, score: s
 
 
 def diagnostic_roles(diagnostics: pd.DataFrame) -> pd.DataFrame:
-    """The sink, previous-token and induction roles of every head of head_diagnostics.csv."""
+    """The sink, previous-token and induction roles of every head of the head diagnostics table."""
     frames = []
     for role, column, inputs in (("sink", "first_token", SINK_INPUTS),
                                  ("previous_token", "previous_token", SINK_INPUTS),
@@ -312,21 +322,21 @@ def role_frames(read: Mapping[str, pd.DataFrame], features: Mapping[tuple[str, s
     """Every role's rows (ROLE_COLUMNS) from the study tables read (name -> table of ATLAS_INPUTS) and the pattern
     features."""
     frames = []
-    if "head_diagnostics" in read:
-        frames.append(diagnostic_roles(read["head_diagnostics"]))
-    if "dependency_best" in read:
-        frames.append(dependency_roles(read["dependency_best"], read.get("dependency_heads"), treebank=treebank,
+    if HEAD_DIAGNOSTICS in read:
+        frames.append(diagnostic_roles(read[HEAD_DIAGNOSTICS]))
+    if DEPENDENCY_BEST in read:
+        frames.append(dependency_roles(read[DEPENDENCY_BEST], read.get(DEPENDENCY_HEADS), treebank=treebank,
                                        select_split=select_split, score_split=score_split))
-    if "dependency_heads" in read:
-        frames.append(dependency_accuracy_roles(read["dependency_heads"], treebank=treebank, score_split=score_split,
+    if DEPENDENCY_HEADS in read:
+        frames.append(dependency_accuracy_roles(read[DEPENDENCY_HEADS], treebank=treebank, score_split=score_split,
                                                 relations=relations))
-    if "coref_best" in read:
-        frames.append(coreference_roles(read["coref_best"], read.get("coref_heads")))
-    if "coref_heads" in read:
-        frames.append(coreference_accuracy_roles(read["coref_heads"]))
+    if COREF_BEST in read:
+        frames.append(coreference_roles(read[COREF_BEST], read.get(COREF_HEADS)))
+    if COREF_HEADS in read:
+        frames.append(coreference_accuracy_roles(read[COREF_HEADS]))
     frames += pattern_frames(features)
-    if "head_disabling" in read:
-        frames.append(disabling_roles(read["head_disabling"]))
+    if HEAD_DISABLING in read:
+        frames.append(disabling_roles(read[HEAD_DISABLING]))
     return _stack(frames)
 
 

@@ -5,7 +5,7 @@ One row per (model, checkpoint, role, detail, layer, head) of the atlas that its
 ``score_half_a`` and ``score_half_b``: the role's score computed as the atlas computes it (atlas.py: the same input,
 direction and class choices), on each half of the examples. The halves are fixed, every other example:
 
-- ``sink``, ``previous_token``, ``induction`` (head_diagnostics_halves.csv): the input's sequences 1, 3, 5 ... and
+- ``sink``, ``previous_token``, ``induction`` (the head diagnostics' halves): the input's sequences 1, 3, 5 ... and
   2, 4, 6 ...;
 - ``dependency_accuracy`` (dependency_halves.csv): the score split's sentences in order of example_id, alternately;
 - ``coreference_accuracy`` (coref_heads.csv's ``accuracy_half_a``/``_b``): the documents in order of first
@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.io import read_csv, write_csv
+from ..core.table_names import COREF_HEADS, DEPENDENCY_HALVES, HEAD_DIAGNOSTICS_HALVES
 from .atlas import (
     NO_PATTERN,
     RANDOM,
@@ -45,7 +46,7 @@ DIAGNOSTIC_SCORES = ("first_token", "previous_token", "induction", "duplicate")
 
 
 def _diagnostics_half(halves: pd.DataFrame, half: str) -> pd.DataFrame:
-    """head_diagnostics_halves.csv as head_diagnostics.csv's columns hold one half's scores (no interval)."""
+    """The head diagnostics' table of halves, as the main table's columns hold one half's scores (no interval)."""
     frame = halves.copy()
     for name in DIAGNOSTIC_SCORES:
         if f"{name}_half_{half}" in frame:
@@ -77,14 +78,14 @@ def half_roles(read: Mapping[str, pd.DataFrame], features: Mapping[tuple[str, st
                treebank: str, score_split: str, relations: Sequence[str] | None = None) -> pd.DataFrame:
     """Every role with halves, its score on ``half``."""
     frames = []
-    if "head_diagnostics_halves" in read:
-        frames.append(diagnostic_roles(_diagnostics_half(read["head_diagnostics_halves"], half)))
-    if "dependency_halves" in read and len(read["dependency_halves"]):
-        frames.append(dependency_accuracy_roles(read["dependency_halves"], treebank=treebank, score_split=score_split,
+    if HEAD_DIAGNOSTICS_HALVES in read:
+        frames.append(diagnostic_roles(_diagnostics_half(read[HEAD_DIAGNOSTICS_HALVES], half)))
+    if DEPENDENCY_HALVES in read and len(read[DEPENDENCY_HALVES]):
+        frames.append(dependency_accuracy_roles(read[DEPENDENCY_HALVES], treebank=treebank, score_split=score_split,
                                                 score=f"accuracy_half_{half}", low=None, high=None,
                                                 relations=relations))
-    if "coref_heads" in read and f"accuracy_half_{half}" in read["coref_heads"]:
-        frames.append(coreference_accuracy_roles(read["coref_heads"], score=f"accuracy_half_{half}", low=None,
+    if COREF_HEADS in read and f"accuracy_half_{half}" in read[COREF_HEADS]:
+        frames.append(coreference_accuracy_roles(read[COREF_HEADS], score=f"accuracy_half_{half}", low=None,
                                                  high=None))
     frames += pattern_half_frames(features, half)
     frames = [frame for frame in frames if not frame.empty]

@@ -32,6 +32,7 @@ import pandas as pd
 from ..core.io import write_csv
 from ..core.stages import STAGES
 from ..core.subjects import base_model
+from ..core.table_names import MODELS
 from .formatting import finite, missing_row
 from .items import PaperItem, StudyContext, StudyTables
 from .paper_values import read_paper_items
@@ -87,7 +88,7 @@ def measured_model(item: PaperItem, model: str, tables: StudyTables) -> bool:
     """Whether study ``model`` comes from one of the hub ids of ``item``: its model card's ``hub_id`` (its hub
     entry's id, or the id the prefetch downloaded its folder from) is one of them, letter case aside. Model
     cards written before they had a ``hub_id`` give the location of a hub model instead."""
-    cards = tables.get("models")
+    cards = tables.get(MODELS)
     if cards is None or "name" not in cards.columns:
         return False
     card = cards[cards["name"].astype(str) == base_model(model)]

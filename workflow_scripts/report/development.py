@@ -4,7 +4,7 @@ revisions (``models.NAME.revisions``), three measures per layer against the trai
 - ``sink_rate``: Gu et al.'s sink rate as their released code computes it (sink_rates.csv): the percentage of the
   layer's (sequence, head) pairs in which the head's attention to the first token, averaged over every query,
   exceeds the threshold; on ``natural`` text where every revision of the model has it, otherwise on random tokens;
-- ``induction``: the layer's highest induction score (head_diagnostics.csv, repeated random tokens);
+- ``induction``: the layer's highest induction score (the head diagnostics table, repeated random tokens);
 - ``dependency_accuracy``: the accuracy, on ``syntax.score_split``, of the layer's head best at predicting every
   dependent's head (relation ``all``) on ``syntax.select_split``, in the direction a map allows ([C]'s
   dependent -> head for an encoder, the causal union for a decoder; dependency_heads.csv).
@@ -36,7 +36,7 @@ MEASURES = {"sink_rate": "sink rate (% of the layer's heads x sequences)",
             "dependency_accuracy": "dependency accuracy of the layer's best head"}
 
 
-def head_development(sink_rates: str | Path | None, head_diagnostics: str | Path | None,
+def head_development(sink_rates: str | Path | None, diagnostics: str | Path | None,
                      dependency_heads: str | Path | None, output: str | Path, *, series: dict[str, list[list]],
                      treebank: str, select_split: str, score_split: str) -> pd.DataFrame:
     """Write the long table: one row per (series, revision, measure, layer). ``series``: name -> [[model, revision,
@@ -46,8 +46,8 @@ def head_development(sink_rates: str | Path | None, head_diagnostics: str | Path
     rows: list[dict] = []
     if sink_rates is not None:
         rows += _sink_rows(read_csv(sink_rates), points)
-    if head_diagnostics is not None:
-        rows += _induction_rows(read_csv(head_diagnostics), points)
+    if diagnostics is not None:
+        rows += _induction_rows(read_csv(diagnostics), points)
     if dependency_heads is not None:
         rows += _dependency_rows(read_csv(dependency_heads), points, treebank, select_split, score_split)
     frame = pd.DataFrame(rows, columns=COLUMNS).astype({"head": "Int64", "step": "Int64"})

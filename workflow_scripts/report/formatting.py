@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.stats import format_p_value
+from ..core.table_names import MODELS
 from .items import PaperItem, StudyTables
 
 COMPARED, NOT_COMPUTED = "compared", "not computed"
@@ -101,7 +102,7 @@ def input_text(protocol: str) -> str:
 
 def layers_and_heads(tables: StudyTables, model: str) -> tuple[int | None, int | None]:
     """(layers, heads) of ``model`` from models.csv (one row per model card, keyed by ``name``)."""
-    frame = tables.get("models")
+    frame = tables.get(MODELS)
     if frame is None or "name" not in frame.columns:
         return None, None
     rows = frame[frame["name"].astype(str) == model]

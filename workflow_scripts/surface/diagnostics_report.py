@@ -8,7 +8,7 @@ Paper items (``report/paper_values/surface.csv``), each with the hub ids of the 
   (``natural``, ``random``, ``one_token``): ``sink_rate``, computed as their released code does;
 - analysis ``head roles`` ([W] section 3): "previous-token heads" (or "induction heads", "duplicate-token
   heads"), the heads the paper names as 0-based ``layer.head`` ("2.2, 4.11"), answered by
-  ``head_diagnostics.csv``: the study's own top heads by the matching score (``previous_token`` on natural
+  the head diagnostics table: the study's own top heads by the matching score (``previous_token`` on natural
   text, ``induction`` and ``duplicate`` on repeated random tokens), as many as the paper names, in the
   paper's notation, and the paper's heads' scores and ranks in the detail.
 """
@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.table_names import HEAD_DIAGNOSTICS, SINK_RATES
 from ..models.report import compared_checkpoints
 from ..report.formatting import CONTROL, found_row, join_text, missing_row
 from ..report.items import PaperItem, StudyContext, StudyTables
@@ -40,8 +41,8 @@ def _control_text(rows: pd.DataFrame, measure: Any) -> str:
 
 
 def _sequence_text(tables: StudyTables, model: str, kind: str) -> str:
-    """'N sequences of T tokens' of an input kind, from head_diagnostics.csv (T: special tokens included)."""
-    rows, _ = tables.model_rows("head_diagnostics", model)
+    """'N sequences of T tokens' of an input kind, from the head diagnostics table (T: special tokens included)."""
+    rows, _ = tables.model_rows(HEAD_DIAGNOSTICS, model)
     if rows is None or "tokens_per_sequence" not in rows.columns:
         return ""
     rows = rows[rows["input"].astype(str) == kind]
@@ -56,7 +57,7 @@ def compare_sink_rate(item: PaperItem, model: str, tables: StudyTables, ctx: Stu
         return [missing_row(f"item {item.item!r} names no input the report knows "
                             "('... sink rate, natural text', '... random tokens', '... repeated token')")]
     kind = SINK_INPUTS[match["input"].lower()]
-    rows, why = tables.model_rows("sink_rates", model)
+    rows, why = tables.model_rows(SINK_RATES, model)
     if rows is None:
         return [missing_row(why)]
     rows = rows[(rows["input"].astype(str) == kind) & (rows["layer"].astype(str) == "all")]
@@ -94,12 +95,12 @@ def compare_head_roles(item: PaperItem, model: str, tables: StudyTables, ctx: St
         return [missing_row(f"item {item.item!r} = {item.value!r} is not a head role the report knows "
                             f"({', '.join(f'{r} heads' for r in ROLES)}, value 'LAYER.HEAD, ...', 0-based)")]
     column, kind = ROLES[match["role"].lower()]
-    rows, why = tables.model_rows("head_diagnostics", model)
+    rows, why = tables.model_rows(HEAD_DIAGNOSTICS, model)
     if rows is None:
         return [missing_row(why)]
     rows = rows[rows["input"].astype(str) == kind]
     if rows.empty:
-        return [missing_row(f"head_diagnostics.csv has no rows of input {kind!r} for model {model}")]
+        return [missing_row(f"{HEAD_DIAGNOSTICS}.csv has no rows of input {kind!r} for model {model}")]
 
     def ranked(part: pd.DataFrame) -> pd.DataFrame:
         """Heads by score, best first (equal scores by layer, then head); ``rank``: 1 + the heads scoring more."""
@@ -128,4 +129,4 @@ def compare_head_roles(item: PaperItem, model: str, tables: StudyTables, ctx: St
                            "the paper)", "; ".join(named), f"the paper's heads among them: {found} of {len(heads)} "
                            "(a tie counts as the better rank)", _control_text(rows, best))
         out.append(found_row(item, value, detail, checkpoint=checkpoint))
-    return out or [missing_row("head_diagnostics.csv has only the random-init control for this model")]
+    return out or [missing_row(f"{HEAD_DIAGNOSTICS}.csv has only the random-init control for this model")]

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.subjects import base_model
+from ..core.table_names import HEAD_DIAGNOSTICS, MODELS, SINK_RATES, SURFACE_HEADS
 from ..models.families import declared_causal
 from ..models.report import compared_checkpoints, main_checkpoint
 from ..report.drawing import not_in_study
@@ -52,7 +53,7 @@ def compare_surface(item: PaperItem, model: str, tables: StudyTables, ctx: Study
     if count is None and layers is None:
         return [missing_row(f"item {item.item!r} is not a surface measure the report knows "
                             "('heads >N% on previous/next token', 'attention on [SEP] in layers A-B')")]
-    rows, why = tables.model_rows("surface_heads", model)
+    rows, why = tables.model_rows(SURFACE_HEADS, model)
     if rows is None:
         return [missing_row(why)]
     out = []
@@ -97,7 +98,7 @@ def compare_surface(item: PaperItem, model: str, tables: StudyTables, ctx: Study
 def decoder_like(model: str, tables: StudyTables, rows: pd.DataFrame) -> bool:
     """Whether panel A shows the first token rather than [CLS]/[SEP]: the model's family is causal (models.csv's
     ``model_type``), or, without a card that says, no head of the rows attends to a special token at all."""
-    causal = declared_causal(tables.get("models"), base_model(model))
+    causal = declared_causal(tables.get(MODELS), base_model(model))
     if causal is not None:
         return causal
     return not (rows[["cls", "sep"]].fillna(0).to_numpy() > 0).any()
@@ -116,7 +117,7 @@ def draw_surface(ax: Any, model: str, tables: StudyTables, items: Sequence[Paper
     """Panel A: mean attention to [CLS], [SEP] and '.'/',' per layer, with [C]'s [SEP] range; a decoder's to its
     first token (the attention sink) and '.'/','."""
     title = "A  Attention to special tokens per layer"
-    rows, why = tables.model_rows("surface_heads", model)
+    rows, why = tables.model_rows(SURFACE_HEADS, model)
     checkpoint = main_checkpoint(rows) if rows is not None else None
     if rows is None or checkpoint is None:
         return not_in_study(ax, title, why or "no pretrained rows in surface_heads.csv")
@@ -169,7 +170,7 @@ def draw_surface(ax: Any, model: str, tables: StudyTables, items: Sequence[Paper
 
 
 REPORT = StageReport(
-    tables=("surface_heads", "first_token", "head_diagnostics", "sink_rates"),
+    tables=(SURFACE_HEADS, "first_token", HEAD_DIAGNOSTICS, SINK_RATES),
     comparisons=(PaperComparison("surface", compare_surface), PaperComparison("sink rate", compare_sink_rate),
                  PaperComparison("head roles", compare_head_roles)),
     panels=(SummaryPanel("A", draw_surface, "wiki segments"),),

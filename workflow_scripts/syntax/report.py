@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.table_names import COREF_BEST, DEPENDENCY_BEST, PROBES
 from ..models.report import compared_checkpoints
 from ..report.formatting import (
     CONTROL,
@@ -96,7 +97,7 @@ def compare_dependency(item: PaperItem, model: str, tables: StudyTables, ctx: St
     label = f"UD {relation}" + (f" ({PAPER_LABELS[relation]})" if reversed_ else "")
     if ctx.relations and relation not in ctx.relations:
         return [missing_row(f"{label} is not in syntax.relations ({', '.join(ctx.relations)})")]
-    rows, why = syntax_rows(tables, "dependency_best", model, ctx)
+    rows, why = syntax_rows(tables, DEPENDENCY_BEST, model, ctx)
     if rows is None:
         return [missing_row(why)]
     select, score, treebank = ctx.select_split, ctx.score_split, ctx.treebank_name()
@@ -142,7 +143,7 @@ def compare_coreference(item: PaperItem, model: str, tables: StudyTables,
     if method is None:
         return [missing_row(f"item {item.item!r} names no coreference method (head, nearest mention, head word "
                             f"match) and mention type ({', '.join(MENTION_TYPES)})")]
-    rows, why = tables.model_rows("coref_best", model)
+    rows, why = tables.model_rows(COREF_BEST, model)
     if rows is None:
         return [missing_row(why)]
     chosen = rows[(rows["method"].astype(str) == method) & (rows["mention_type"].astype(str) == mention)]
@@ -193,7 +194,7 @@ def compare_probes(item: PaperItem, model: str, tables: StudyTables, ctx: StudyC
         return [missing_row(f"no probe of the study stands for {item.item!r} ({', '.join(PROBE_NAMES)})")]
     if probe in GLOVE_PROBES and not ctx.glove:
         return [missing_row("the study builds no GloVe vectors (study.glove: false)", checkpoint=checkpoint or "")]
-    rows, why = syntax_rows(tables, "probes", model, ctx)
+    rows, why = syntax_rows(tables, PROBES, model, ctx)
     if rows is None:
         return [missing_row(why, checkpoint=checkpoint or "")]
     treebank = ctx.treebank_name()
@@ -229,12 +230,12 @@ def compare_probes(item: PaperItem, model: str, tables: StudyTables, ctx: StudyC
 
 
 REPORT = StageReport(
-    tables=("dependency_best", "coref_best", "probes"),
+    tables=(DEPENDENCY_BEST, COREF_BEST, PROBES),
     comparisons=(PaperComparison("dependency_best", compare_dependency),
                  PaperComparison("coreference", compare_coreference),
                  PaperComparison("probes", compare_probes)),
-    panels=(SummaryPanel("B", draw_dependency, treebank_note, protocol_table="dependency_best"),
-            SummaryPanel("C", draw_probes, treebank_note, protocol_table="probes"),
-            SummaryPanel("D", draw_coreference, COREFERENCE_NOTE, protocol_table="coref_best")),
+    panels=(SummaryPanel("B", draw_dependency, treebank_note, protocol_table=DEPENDENCY_BEST),
+            SummaryPanel("C", draw_probes, treebank_note, protocol_table=PROBES),
+            SummaryPanel("D", draw_coreference, COREFERENCE_NOTE, protocol_table=COREF_BEST)),
     paper_values="syntax.csv",
 )

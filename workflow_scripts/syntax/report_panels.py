@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.labels import CAUSAL_DIRECTIONS, CAUSAL_UNION
+from ..core.table_names import COREF_BEST, DEPENDENCY_BEST, PROBES
 from ..models.report import main_checkpoint
 from ..report.drawing import PAPER_STYLE, not_in_study, reference_items
 from ..report.formatting import (
@@ -52,7 +53,7 @@ def draw_dependency(ax: Any, model: str, tables: StudyTables, items: Sequence[Pa
     selected and scored on score_split ([C]'s same-split protocol) and the best fixed offset (held out); in [C]'s
     directions, or a decoder's causal union."""
     title = f"B  Best head per dependency relation ({ctx.treebank_name()})"
-    rows, why = syntax_rows(tables, "dependency_best", model, ctx)
+    rows, why = syntax_rows(tables, DEPENDENCY_BEST, model, ctx)
     checkpoint = main_checkpoint(rows) if rows is not None else None
     if rows is None or checkpoint is None:
         return not_in_study(ax, title, why or "no pretrained rows in dependency_best.csv")
@@ -130,7 +131,7 @@ def draw_probes(ax: Any, model: str, tables: StudyTables, items: Sequence[PaperI
                 ctx: StudyContext) -> str | None:
     """Panel C: probe UAS, the baselines, the random-init control and the best head's spanning tree."""
     title = f"C  Attention probes, UAS ({ctx.treebank_name()})"
-    rows, why = syntax_rows(tables, "probes", model, ctx)
+    rows, why = syntax_rows(tables, PROBES, model, ctx)
     if rows is None:
         return not_in_study(ax, title, why)
     paper = {probe_key(i.item): i.number for i in reference_items(items, "probes")}
@@ -164,7 +165,7 @@ def draw_coreference(ax: Any, model: str, tables: StudyTables, items: Sequence[P
     """Panel D. Per mention type: the held-out head (halves a→b, b→a, pooled), the same-split one ([C]), the
     baselines."""
     title = "D  Coreference: antecedent accuracy (GUM)"
-    rows, why = tables.model_rows("coref_best", model)
+    rows, why = tables.model_rows(COREF_BEST, model)
     checkpoint = main_checkpoint(rows) if rows is not None else None
     if rows is None or checkpoint is None:
         return not_in_study(ax, title, why or "no pretrained rows in coref_best.csv")

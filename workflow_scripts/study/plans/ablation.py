@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...core.errors import ConfigError
+from ...core.table_names import COREF_BEST, DEPENDENCY_BEST, FOUND_HEADS, HEAD_DISABLING
 from ...finetune.tasks import checkpoint_name
 from ...models.cards import undeclared_attention
 from .declarations import Analysis, StagePlan, analysis_named
@@ -29,11 +30,9 @@ STAGE = "ablation"
 # The report's category of the stage's outputs.
 REPORT_CATEGORY = "Causal head checks"
 PRETRAINED = "pretrained"
-DISABLING = "head_disabling"
-FOUND_HEADS = "found_heads"
 ANALYSES = (
     # Within a head-disabling part rows stay in its order: mode (the config's order), then layer, then head.
-    Analysis(DISABLING, "(model, task, seed) of a fine-tuned run", tables=(DISABLING,),
+    Analysis(HEAD_DISABLING, "(model, task, seed) of a fine-tuned run", tables=(HEAD_DISABLING,),
              figures=("head_disabling_{model}",),
              captions=("ablation_head_disabling.rst", "ablation_head_disabling_figure.rst"),
              stack_key=("model", "checkpoint")),
@@ -63,7 +62,7 @@ def plan(study: Study) -> Plan:
     found_heads_models = ([m for m in study.models if (m, PRETRAINED, treebank) in study.syntax.targets]
                           if study.config[STAGE]["found_heads"] else [])
     check_families(study, [m for m, _, _ in disabling_runs] + found_heads_models)
-    disabling, found = analysis_named(ANALYSES, DISABLING), analysis_named(ANALYSES, FOUND_HEADS)
+    disabling, found = analysis_named(ANALYSES, HEAD_DISABLING), analysis_named(ANALYSES, FOUND_HEADS)
     outputs = []
     if disabling_runs:
         outputs += [study.paths.table(name) for name in disabling.tables]
@@ -110,7 +109,7 @@ class Plan(StagePlan):
         return self.paths.analysis(STAGE, model, f"{task}.seed{seed}", "disabling.csv")
 
     def found_heads_part(self, model: str) -> str:
-        return self.paths.analysis(STAGE, model, "found_heads.csv")
+        return self.paths.analysis(STAGE, model, f"{FOUND_HEADS}.csv")
 
     def dev_table(self, wc: Any) -> str:
         """The data table of the job's task's dev split (``task`` wildcard)."""
@@ -136,7 +135,7 @@ class Plan(StagePlan):
         features = study.syntax.probe_features  # the attention probe's features, where the syntax stage wrote them
         runs = self.found_heads_runs(model)
         inputs: dict[str, Any] = {
-            "dependency_best": paths.table("dependency_best"),
+            DEPENDENCY_BEST: paths.table(DEPENDENCY_BEST),
             "pretrained": paths.checkpoint_manifest(model, PRETRAINED),
             "finetuned": [paths.checkpoint_manifest(model, checkpoint_name(t, s, "final")) for t, s in runs],
             "dev": [paths.data_table(t, study.dev_split(t)) for t, _ in runs],
@@ -147,7 +146,7 @@ class Plan(StagePlan):
             "test_annotation": paths.annotation(treebank, score),
         }
         if study.syntax.coref_pairs:
-            inputs["coref_best"] = paths.table("coref_best")
+            inputs[COREF_BEST] = paths.table(COREF_BEST)
         return inputs
 
     def found_heads_tasks(self, wc: Any) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ...attention.shards import shard_stem
 from ...core.errors import ConfigError
 from ...core.subjects import split_subject
+from ...core.table_names import ATTENTION_DUMPS
 from .declarations import Analysis, StagePlan, declared_tables
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 STAGE = "attention"
 # The report's category of the stage's outputs.
 REPORT_CATEGORY = "Attention"
-ANALYSES = (Analysis("attention_dumps", "(subject, checkpoint, corpus, split) x shard", tables=("attention_dumps",),
+ANALYSES = (Analysis(ATTENTION_DUMPS, "(subject, checkpoint, corpus, split) x shard", tables=(ATTENTION_DUMPS,),
                      captions=("attention_dumps.rst",), sharded=True),)
 
 

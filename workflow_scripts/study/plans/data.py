@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ...core.table_names import DATA_SUMMARY
 from .declarations import Analysis, StagePlan, declared_tables
 
 if TYPE_CHECKING:
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
 STAGE = "data"
 # The report's category of the stage's outputs.
 REPORT_CATEGORY = "Data"
-ANALYSES = (Analysis("data_summary", "the study", tables=("data_summary",), captions=("data_summary.rst",)),)
+ANALYSES = (Analysis(DATA_SUMMARY, "the study", tables=(DATA_SUMMARY,), captions=("data_summary.rst",)),)
 
 
 def plan(study: Study) -> Plan:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...core.errors import ConfigError
+from ...core.table_names import ATLAS, MODELS, ROLE_AGREEMENT
 from . import stage_plans
 from .declarations import Analysis, StagePlan, analysis_named
 
@@ -26,7 +27,7 @@ REPORT_CATEGORY = "Head explorer"
 PRETRAINED = "pretrained"
 INDEX = "_index"
 # The report's tables the index (the atlas page) draws, those the study plans.
-ATLAS_TABLES = ("atlas", "role_agreement")
+ATLAS_TABLES = (ATLAS, ROLE_AGREEMENT)
 PAGES, INDEX_PAGE = "head_explorer", "explorer_index"
 ANALYSES = (
     Analysis(PAGES, "model", pages=("{model}",), captions=("explorer_head_explorer.rst",)),
@@ -161,7 +162,7 @@ def index_inputs(study: Study) -> dict[str, str]:
     """Named inputs of the index, the study's atlas page: the models table, and tables/atlas.csv and
     tables/role_agreement.csv where the report plans them (the report plans before the explorer)."""
     planned = set(study.outputs())
-    inputs = {"models": study.paths.table("models")}
+    inputs = {MODELS: study.paths.table(MODELS)}
     for name in ATLAS_TABLES:
         if study.paths.table(name) in planned:
             inputs[name] = study.paths.table(name)

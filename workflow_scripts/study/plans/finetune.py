@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ...core.errors import ConfigError
 from ...core.subjects import base_model
+from ...core.table_names import FINETUNE_METRICS
 from ...finetune.tasks import checkpoint_name, task_seeds
 from .declarations import Analysis, StagePlan, declared_tables
 
@@ -25,7 +26,7 @@ def no_finetuning(study: Study) -> str:
             "mirror holds)")
 
 
-ANALYSES = (Analysis("finetune_metrics", "(model, task, seed)", tables=("finetune_metrics",),
+ANALYSES = (Analysis(FINETUNE_METRICS, "(model, task, seed)", tables=(FINETUNE_METRICS,),
                      captions=("finetune_metrics.rst",), absent_because=no_finetuning),)
 # The per-head analyses a fine-tuned checkpoint can be a subject of (roles.finetuned, docs/roles.md), in this order.
 ROLE_ANALYSES = ("head_diagnostics", "surface", "dependency", "coreference")

@@ -7,6 +7,16 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ...core.table_names import (
+    FINETUNE_CHANGE,
+    LEXICAL_CHANGE,
+    LEXICAL_HEADS,
+    LEXICAL_LAST_LAYER,
+    LEXICAL_LAYERS,
+    LEXICAL_TOP_LAYERS,
+    PATTERN_CLASSES,
+    PATTERN_CLASSIFIER,
+)
 from .declarations import Analysis, StagePlan, declared_figures, declared_tables
 from .finetune import chosen_tasks
 
@@ -17,8 +27,6 @@ STAGE = "finetune_effects"
 # The report's category of the stage's outputs.
 REPORT_CATEGORY = "Fine-tuning effects"
 PER_TARGET = "(subject, checkpoint, task) of the task's dev dump"
-CLASSIFIER = "pattern_classifier"
-CHANGE = "finetune_change"
 
 
 def no_effects(study: Study) -> str:
@@ -27,23 +35,24 @@ def no_effects(study: Study) -> str:
 
 
 ANALYSES = (
-    Analysis("pattern_classes", PER_TARGET, tables=("pattern_classes",), figures=("pattern_classes",),
+    Analysis(PATTERN_CLASSES, PER_TARGET, tables=(PATTERN_CLASSES,), figures=(PATTERN_CLASSES,),
              captions=("finetune_effects_pattern_classes_table.rst", "finetune_effects_pattern_classes.rst"),
              stack_key=("model", "task", "checkpoint", "class"), absent_because=no_effects),
-    Analysis(CLASSIFIER, "subject: its pattern CNN, scored on the subject's parts", tables=(CLASSIFIER,),
+    Analysis(PATTERN_CLASSIFIER, "subject: its pattern CNN, scored on the subject's parts",
+             tables=(PATTERN_CLASSIFIER,),
              captions=("finetune_effects_pattern_classifier.rst",), stack_key=("model", "classifier", "evaluated_on"),
              absent_because=no_effects),
-    Analysis(CHANGE, PER_TARGET, tables=(CHANGE,), figures=(CHANGE, "trajectory"),
+    Analysis(FINETUNE_CHANGE, PER_TARGET, tables=(FINETUNE_CHANGE,), figures=(FINETUNE_CHANGE, "trajectory"),
              captions=("finetune_effects_change_table.rst", "finetune_effects_change.rst",
-                       "finetune_effects_trajectory.rst"), explorer_tables=(CHANGE,),
+                       "finetune_effects_trajectory.rst"), explorer_tables=(FINETUNE_CHANGE,),
              stack_key=("model", "task", "checkpoint", "layer", "head")),
     Analysis("lexical", PER_TARGET,
-             tables=("lexical_layers", "lexical_heads", "lexical_change", "lexical_last_layer", "lexical_top_layers"),
-             figures=("lexical_layers",),
+             tables=(LEXICAL_LAYERS, LEXICAL_HEADS, LEXICAL_CHANGE, LEXICAL_LAST_LAYER, LEXICAL_TOP_LAYERS),
+             figures=(LEXICAL_LAYERS,),
              captions=("finetune_effects_lexical_layers.rst", "finetune_effects_lexical_heads.rst",
                        "finetune_effects_lexical_change.rst", "finetune_effects_lexical_last_layer.rst",
                        "finetune_effects_lexical_top_layers.rst", "finetune_effects_lexical.rst"),
-             explorer_tables=("lexical_heads",), absent_because=no_effects),
+             explorer_tables=(LEXICAL_HEADS,), absent_because=no_effects),
 )
 
 
@@ -91,10 +100,10 @@ class Plan(StagePlan):
     def stacked_parts(self, wc: Any) -> list[str]:
         """The parts a stacked table (``table`` wildcard) stacks: the classifier's one per subject, the others' one per
         (subject, checkpoint, task), the fine-tuned checkpoints' alone for the change after fine-tuning."""
-        if wc.table == CLASSIFIER:
-            return [self.model_file(subject, f"{CLASSIFIER}.csv") for subject in self.study.subjects]
+        if wc.table == PATTERN_CLASSIFIER:
+            return [self.model_file(subject, f"{PATTERN_CLASSIFIER}.csv") for subject in self.study.subjects]
         return [self.part(m, c, t, f"{wc.table}.csv") for m, c, t in self.targets
-                if not (wc.table == CHANGE and c == "pretrained")]
+                if not (wc.table == FINETUNE_CHANGE and c == "pretrained")]
 
     def part(self, model: str, checkpoint: str, task: str, name: str) -> str:
         return self.paths.analysis(STAGE, model, checkpoint, task, name)

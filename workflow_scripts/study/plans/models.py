@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ...core.table_names import MODELS
 from .declarations import Analysis, StagePlan, declared_tables
 
 if TYPE_CHECKING:
@@ -13,8 +14,8 @@ if TYPE_CHECKING:
 STAGE = "models"
 # The report's category of the stage's outputs.
 REPORT_CATEGORY = "Models"
-ANALYSES = (Analysis("models", "the study", tables=("models",), captions=("models.rst",),
-                     explorer_tables=("models",)),)
+ANALYSES = (Analysis(MODELS, "the study", tables=(MODELS,), captions=("models.rst",),
+                     explorer_tables=(MODELS,)),)
 
 
 def plan(study: Study) -> Plan:

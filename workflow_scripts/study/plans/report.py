@@ -12,6 +12,22 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...core.stages import STAGES
 from ...core.subjects import subject_name
+from ...core.table_names import (
+    ATLAS,
+    ATLAS_HALVES,
+    DEPENDENCY_BEST,
+    DEPENDENCY_HEADS,
+    HEAD_DEVELOPMENT,
+    HEAD_DIAGNOSTICS,
+    ICL_SCORE,
+    MODELS,
+    PAPER_COMPARISON,
+    ROLE_AGREEMENT,
+    ROLE_CHANGE_BY_LAYER,
+    SIGNAL_COMPARISON,
+    SINK_RATES,
+    SURFACE_HEADS,
+)
 from ...finetune.tasks import checkpoint_name
 from ...report.atlas import ATLAS_INPUTS
 from ...report.registry import report_tables
@@ -27,28 +43,28 @@ STAGE = "report"
 # The report's category of the stage's outputs.
 REPORT_CATEGORY = "Summary"
 ANALYSES = (
-    Analysis("paper_comparison", "the study", tables=("paper_comparison",), captions=("report_paper_comparison.rst",)),
+    Analysis(PAPER_COMPARISON, "the study", tables=(PAPER_COMPARISON,), captions=("report_paper_comparison.rst",)),
     # Figures under figures/summary/ and figures/signals/ (their own folders, named by what they show: figure_path);
     # a summary page's field is its rule's wildcard, ``model``, which holds a subject.
     Analysis("summary", "subject", figures=("summary/{model}",), captions=("report_summary_figure.rst",)),
-    Analysis("signal_comparison", "the study, with more than one signal", tables=("signal_comparison",),
+    Analysis(SIGNAL_COMPARISON, "the study, with more than one signal", tables=(SIGNAL_COMPARISON,),
              figures=("signals/{model}",),
              captions=("report_signal_comparison.rst", "report_signal_comparison_figure.rst")),
-    Analysis("head_development", "a model studied at two or more hub revisions (models.NAME.revisions)",
-             tables=("head_development",), figures=("development/{series}",),
+    Analysis(HEAD_DEVELOPMENT, "a model studied at two or more hub revisions (models.NAME.revisions)",
+             tables=(HEAD_DEVELOPMENT,), figures=("development/{series}",),
              captions=("report_head_development.rst", "report_head_development_figure.rst")),
-    Analysis("atlas", "the study, with any table of a head role", tables=("atlas", "atlas_halves"),
+    Analysis(ATLAS, "the study, with any table of a head role", tables=(ATLAS, ATLAS_HALVES),
              figures=("report/atlas",),
              captions=("report_atlas.rst", "report_atlas_halves.rst", "report_atlas_figure.rst")),
-    Analysis("role_agreement", "the study, with the atlas: every pair of related subjects x role",
-             tables=("role_agreement", "role_change_by_layer"),
+    Analysis(ROLE_AGREEMENT, "the study, with the atlas: every pair of related subjects x role",
+             tables=(ROLE_AGREEMENT, ROLE_CHANGE_BY_LAYER),
              figures=("report/role_agreement", "report/role_change_by_layer"),
              captions=("report_role_agreement.rst", "report_role_change_by_layer.rst",
                        "report_role_agreement_figure.rst", "report_role_change_by_layer_figure.rst")),
 )
 # The head-development measures' tables (docs/models.md, Pretraining checkpoints), those the study has.
-DEVELOPMENT_TABLES = ("sink_rates", "head_diagnostics", "dependency_heads")
-DEVELOPMENT_FIGURE_TABLES = ("icl_score",)
+DEVELOPMENT_TABLES = (SINK_RATES, HEAD_DIAGNOSTICS, DEPENDENCY_HEADS)
+DEVELOPMENT_FIGURE_TABLES = (ICL_SCORE,)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -122,7 +138,7 @@ def plan(study: Study) -> Plan:
     """Which tables the report reads exist in this study and why the others do not; the summary pages; and the
     cross-study parts the study has the tables for."""
     tables, absent = report_tables_of(study)
-    comparison, summary = analysis_named(ANALYSES, "paper_comparison"), analysis_named(ANALYSES, "summary")
+    comparison, summary = analysis_named(ANALYSES, PAPER_COMPARISON), analysis_named(ANALYSES, "summary")
     outputs = [study.paths.table(name) for name in comparison.tables] + [
         figure_path(study, figure.format(model=subject), ext)
         for figure in summary.figures for subject in study.subjects for ext in ("png", "pdf")]
@@ -164,10 +180,10 @@ def plan_signal_comparison(study: Study, tables: dict[str, str], planned: dict[s
     study has, and one figure per model (workflow_scripts/report/signals.py)."""
     if len(study.config["attention"]["signals"]) < 2:
         return {}, []
-    inputs = {name: tables[name] for name in ("surface_heads", "dependency_best") if name in tables}
+    inputs = {name: tables[name] for name in (SURFACE_HEADS, DEPENDENCY_BEST) if name in tables}
     if not inputs:
         return {}, []
-    signals = analysis_named(ANALYSES, "signal_comparison")
+    signals = analysis_named(ANALYSES, SIGNAL_COMPARISON)
     return {"signal_comparison_inputs": inputs}, [study.paths.table(name) for name in signals.tables] + [
         figure_path(study, figure.format(model=model), ext)
         for figure in signals.figures for model in study.models for ext in ("png", "pdf")]
@@ -188,7 +204,7 @@ def plan_head_development(study: Study, tables: dict[str, str], planned: dict[st
         # The ICL score of each revision (surface stage), drawn beside the induction score.
         "development_figure_inputs": {name: study.paths.table(name) for name in DEVELOPMENT_FIGURE_TABLES
                                       if study.paths.table(name) in earlier}}
-    development = analysis_named(ANALYSES, "head_development")
+    development = analysis_named(ANALYSES, HEAD_DEVELOPMENT)
     return fields, [study.paths.table(name) for name in development.tables] + [
         figure_path(study, figure.format(series=name), ext)
         for figure in development.figures for name in series for ext in ("png", "pdf")]
@@ -210,7 +226,7 @@ def plan_atlas(study: Study, tables: dict[str, str], planned: dict[str, Any]) ->
     random_models = [model for model in study.models
                      if any(m == model and checkpoint == "random" for m, checkpoint, _, _ in study.attention.dumps)]
     inputs = {
-        "models": study.paths.table("models"), **role_tables,
+        MODELS: study.paths.table(MODELS), **role_tables,
         "patterns": [study.paths.analysis("finetune_effects", model, checkpoint, task, "pattern_features.parquet")
                      for model, checkpoint, task in parts],
         "random_checkpoints": [study.paths.checkpoint_manifest(model, "random") for model in random_models]}
@@ -218,7 +234,7 @@ def plan_atlas(study: Study, tables: dict[str, str], planned: dict[str, Any]) ->
         "patterns": [list(part) for part in parts], "random_models": random_models,
         "revisions": {point.model: [name, point.revision, point.step]
                       for name, points in revision_series(study.config).items() for point in points}}
-    atlas = analysis_named(ANALYSES, "atlas")
+    atlas = analysis_named(ANALYSES, ATLAS)
     return {"atlas_inputs": inputs, "atlas_params": params}, [study.paths.table(name) for name in atlas.tables] + [
         figure_path(study, figure, ext) for figure in atlas.figures for ext in ("png", "pdf")]
 
@@ -295,7 +311,7 @@ def plan_role_agreement(study: Study, tables: dict[str, str], planned: dict[str,
     the pairs, and the table and figure."""
     if not planned.get("atlas_inputs"):
         return {}, []
-    agreement = analysis_named(ANALYSES, "role_agreement")
+    agreement = analysis_named(ANALYSES, ROLE_AGREEMENT)
     outputs = [study.paths.table(name) for name in agreement.tables] + [
         figure_path(study, figure, ext) for figure in agreement.figures for ext in ("png", "pdf")]
     pairs = role_agreement_pairs(study)

@@ -8,6 +8,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...core.errors import ConfigError
 from ...core.subjects import split_subject
+from ...core.table_names import (
+    ATTENTION_DISTANCE,
+    HEAD_CLUSTERS,
+    HEAD_DIAGNOSTICS,
+    HEAD_DIAGNOSTICS_HALVES,
+    ICL_SCORE,
+    SEP_GRADIENT,
+    SINK_RATES,
+    SURFACE_HEADS,
+)
 from ...models.checkpoints import parse_checkpoint_name
 from ...surface.measures import HEAD_MEASURES, measure_named
 from ..revisions import revision_series
@@ -29,9 +39,6 @@ STAGE = "surface"
 REPORT_CATEGORY = "What does BERT look at?"
 PER_SHARD = "(subject, checkpoint) x shard group of the surface dump"
 PER_CHECKPOINT = "(subject, checkpoint) of the surface dump"
-GRADIENT = "sep_gradient"
-DIAGNOSTICS = "head_diagnostics"
-ICL = "icl_score"
 HEAD_KEY = ("model", "checkpoint", "layer", "head")
 
 
@@ -50,33 +57,36 @@ def no_diagnosed_pairs(study: Study) -> str:
 
 
 ANALYSES = (
-    Analysis("surface_heads", PER_SHARD, tables=("surface_heads",), absent_because=no_surface_dump,
+    Analysis(SURFACE_HEADS, PER_SHARD, tables=(SURFACE_HEADS,), absent_because=no_surface_dump,
              figures=("special_tokens", "positional", "entropy"),
              captions=("surface_heads.rst", "surface_special_tokens.rst", "surface_positional.rst",
-                       "surface_entropy.rst"), sharded=True, explorer_tables=("surface_heads",), stack_key=HEAD_KEY),
-    Analysis(GRADIENT, "(model, checkpoint) of the surface dump, attention weights only", tables=(GRADIENT,),
-             figures=(GRADIENT,), captions=("surface_sep_gradient.rst", "surface_sep_gradient_figure.rst"),
+                       "surface_entropy.rst"), sharded=True, explorer_tables=(SURFACE_HEADS,), stack_key=HEAD_KEY),
+    Analysis(SEP_GRADIENT, "(model, checkpoint) of the surface dump, attention weights only", tables=(SEP_GRADIENT,),
+             figures=(SEP_GRADIENT,), captions=("surface_sep_gradient.rst", "surface_sep_gradient_figure.rst"),
              stack_key=("model", "checkpoint", "layer")),
-    Analysis("head_clusters", PER_CHECKPOINT, tables=("head_clusters",), figures=("head_clusters",),
+    Analysis(HEAD_CLUSTERS, PER_CHECKPOINT, tables=(HEAD_CLUSTERS,), figures=(HEAD_CLUSTERS,),
              captions=("surface_head_clusters.rst", "surface_head_clusters_figure.rst"),
-             explorer_tables=("head_clusters",), stack_key=HEAD_KEY),
-    Analysis("attention_distance", PER_SHARD, tables=("attention_distance",),
-             captions=("surface_attention_distance.rst",), sharded=True, explorer_tables=("attention_distance",),
+             explorer_tables=(HEAD_CLUSTERS,), stack_key=HEAD_KEY),
+    Analysis(ATTENTION_DISTANCE, PER_SHARD, tables=(ATTENTION_DISTANCE,),
+             captions=("surface_attention_distance.rst",), sharded=True, explorer_tables=(ATTENTION_DISTANCE,),
              stack_key=HEAD_KEY),
-    Analysis(DIAGNOSTICS, "(model, checkpoint): the model run on synthetic token sequences",
-             tables=(DIAGNOSTICS, "sink_rates", "head_diagnostics_halves"),
+    Analysis(HEAD_DIAGNOSTICS, "(model, checkpoint): the model run on synthetic token sequences",
+             tables=(HEAD_DIAGNOSTICS, SINK_RATES, HEAD_DIAGNOSTICS_HALVES),
              captions=("surface_head_diagnostics.rst", "surface_sink_rates.rst", "surface_head_diagnostics_halves.rst"),
-             explorer_tables=(DIAGNOSTICS,), report_subcategory="Head diagnostics", absent_because=no_diagnosed_pairs,
+             explorer_tables=(HEAD_DIAGNOSTICS,), report_subcategory="Head diagnostics",
+             absent_because=no_diagnosed_pairs,
              explorer_measures=(
-                 ExplorerMeasure(DIAGNOSTICS, "induction", "induction score (repeated random tokens)", "share",
+                 ExplorerMeasure(HEAD_DIAGNOSTICS, "induction", "induction score (repeated random tokens)", "share",
                                  (("input", "random_repeated"),)),
-                 ExplorerMeasure(DIAGNOSTICS, "duplicate", "duplicate-token score (repeated random tokens)", "share",
+                 ExplorerMeasure(HEAD_DIAGNOSTICS, "duplicate", "duplicate-token score (repeated random tokens)",
+                                 "share",
                                  (("input", "random_repeated"),)),
-                 ExplorerMeasure(DIAGNOSTICS, "first_token", "attention to the first token (random tokens)", "share",
+                 ExplorerMeasure(HEAD_DIAGNOSTICS, "first_token", "attention to the first token (random tokens)",
+                                 "share",
                                  (("input", "random"),)),
              )),
-    Analysis(ICL, "(model, pretrained) of a model studied at two or more revisions: its causal LM on the surface "
-             "corpus's text", tables=(ICL,), captions=("surface_icl_score.rst",),
+    Analysis(ICL_SCORE, "(model, pretrained) of a model studied at two or more revisions: its causal LM on the surface "
+             "corpus's text", tables=(ICL_SCORE,), captions=("surface_icl_score.rst",),
              stack_key=("series", "step", "model", "checkpoint"), report_subcategory="Head diagnostics"),
     # Each head measure is run by the shared rules head_measure_{shard,part} and surface_table; its caption is the
     # declaration's (HeadMeasure.caption), which report/surface_table.rst shows as every stacked table's.
@@ -108,13 +118,14 @@ def plan(study: Study) -> Plan:
     # The diagnostics run the model on their own inputs: one job per model and checkpoint, never per signal; a
     # fine-tuned checkpoint's where roles.finetuned gives it them and its model's pretrained checkpoint has them.
     diagnostic_pairs = list(gradient_pairs)
-    diagnostic_pairs += [(m, c) for m, c in study.finetune.role_analysed(DIAGNOSTICS)
+    diagnostic_pairs += [(m, c) for m, c in study.finetune.role_analysed(HEAD_DIAGNOSTICS)
                          if (m, "pretrained") in gradient_pairs and (m, c) not in diagnostic_pairs]
     # The ICL score beside the induction heads of the head-development figure: each revision of a series.
     icl_points = {point.model: [name, point.revision, point.step]
                   for name, points in revision_series(study.config).items() if len(points) >= 2
                   for point in points if (point.model, "pretrained") in diagnostic_pairs}
-    planned = {GRADIENT: bool(gradient_pairs), DIAGNOSTICS: bool(diagnostic_pairs), ICL: bool(icl_points)}
+    planned = {SEP_GRADIENT: bool(gradient_pairs), HEAD_DIAGNOSTICS: bool(diagnostic_pairs),
+               ICL_SCORE: bool(icl_points)}
     analyses = tuple(a for a in ANALYSES if planned.get(a.name, True))
     outputs = ([study.paths.table(name) for name in declared_tables(analyses)]
                + study.paths.figures(STAGE, declared_figures(analyses)) if pairs else [])
@@ -217,8 +228,8 @@ class Plan(StagePlan):
 
     def stacked_parts(self, wc: Any) -> list[str]:
         """The parts a stacked table (``table`` wildcard) stacks: one per (subject, checkpoint) its analysis runs on."""
-        pairs = {GRADIENT: self.gradient_pairs, "head_clusters": self.cluster_pairs,
-                 ICL: [(model, "pretrained") for model in self.icl_points]}
+        pairs = {SEP_GRADIENT: self.gradient_pairs, HEAD_CLUSTERS: self.cluster_pairs,
+                 ICL_SCORE: [(model, "pretrained") for model in self.icl_points]}
         return [self.paths.analysis(STAGE, m, c, f"{wc.table}.csv") for m, c in pairs.get(wc.table, self.pairs)]
 
     def table_caption(self, wc: Any) -> str:

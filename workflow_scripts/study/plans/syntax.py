@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ...core.table_names import COREF_BEST, COREF_HEADS, DEPENDENCY_BEST, DEPENDENCY_HALVES, DEPENDENCY_HEADS, PROBES
 from ...data.corpora import WINDOW_SUFFIX
 from .declarations import Analysis, StagePlan, declared_figures, declared_tables
 from .surface import REPORT_CATEGORY
@@ -34,15 +35,15 @@ def no_coreference(study: Study) -> str:
 
 ANALYSES = (
     Analysis("dependency", f"{PER_TARGET} x split x shard group",
-             tables=("dependency_heads", "dependency_best", "dependency_halves"),
+             tables=(DEPENDENCY_HEADS, DEPENDENCY_BEST, DEPENDENCY_HALVES),
              figures=(f"dependency_heads_{FIGURE_NAME}", f"best_head_maps_{FIGURE_NAME}"),
              captions=("syntax_dependency_heads.rst", "syntax_dependency_best.rst", "syntax_dependency_halves.rst",
                        "syntax_dependency_heatmap.rst", "syntax_best_head_maps.rst"), sharded=True,
-             explorer_tables=("dependency_heads",), absent_because=no_syntax_dump),
-    Analysis("probes", f"{PER_TARGET} x probe", tables=("probes",), captions=("syntax_probes.rst",),
+             explorer_tables=(DEPENDENCY_HEADS,), absent_because=no_syntax_dump),
+    Analysis(PROBES, f"{PER_TARGET} x probe", tables=(PROBES,), captions=("syntax_probes.rst",),
              absent_because=no_syntax_dump),
-    Analysis(COREFERENCE, "(subject, checkpoint) of the coreference windows", tables=("coref_heads", "coref_best"),
-             captions=("syntax_coref_heads.rst", "syntax_coref_best.rst"), explorer_tables=("coref_heads",),
+    Analysis(COREFERENCE, "(subject, checkpoint) of the coreference windows", tables=(COREF_HEADS, COREF_BEST),
+             captions=("syntax_coref_heads.rst", "syntax_coref_best.rst"), explorer_tables=(COREF_HEADS,),
              absent_because=no_coreference),
 )
 
@@ -127,7 +128,7 @@ class Plan(StagePlan):
         parts = []
         for model, checkpoint, treebank in self.targets:
             parts += [(model, checkpoint, treebank, p,
-                       self.paths.analysis(STAGE, model, checkpoint, "probes", treebank, f"{p}.parquet"))
+                       self.paths.analysis(STAGE, model, checkpoint, PROBES, treebank, f"{p}.parquet"))
                       for p in (*self.attention_probes, "mst_best_head")]
         for model, treebank in sorted({(m, t) for m, _, t in self.targets}):
             parts += [(model, "none", treebank, p, self.paths.analysis(STAGE, model, "baselines", treebank,
