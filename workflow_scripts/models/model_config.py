@@ -38,6 +38,7 @@ class FoundConfig:
     source: str
     # tokenizer_config.json beside a local config.json ({} where there is none): the tokenizer's own length limit.
     tokenizer_keys: dict[str, Any] = field(default_factory=dict)
+    path: str | None = None  # the config.json read, where the keys come from a file here
 
     @property
     def found(self) -> bool:
@@ -53,7 +54,8 @@ class FoundConfig:
 
         keys = dict(self.keys or {})
         if not isinstance(keys.get("model_type"), str):
-            raise ValueError(f"{self.source} names no model_type")
+            raise ValueError(f"{self.path or self.source} names no model_type: give it the model's type as "
+                             'transformers names it (e.g. "model_type": "bert")')
         return AutoConfig.for_model(keys.pop("model_type"), **keys)
 
 
@@ -104,7 +106,7 @@ def find_config(name: str, entry: dict[str, Any], *, hub_allowed: bool = False) 
     config_file, tokenizer_file, where = _local_files(name, entry)
     keys = read_config_file(config_file)
     if keys is not None:
-        return FoundConfig(dict(keys), where, dict(read_config_file(tokenizer_file) or {}))
+        return FoundConfig(dict(keys), where, dict(read_config_file(tokenizer_file) or {}), path=config_file)
     hub = entry.get("hub")
     if hub in KNOWN_CONFIGS:
         return FoundConfig(dict(KNOWN_CONFIGS[hub]), RECORDED)
