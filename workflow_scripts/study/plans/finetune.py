@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from ...core.errors import ConfigError
+from ...core.schema import section_properties
 from ...core.subjects import base_model
 from ...core.table_names import FINETUNE_METRICS
 from ...finetune.tasks import checkpoint_name, task_seeds
@@ -28,9 +29,14 @@ def no_finetuning(study: Study) -> str:
 
 ANALYSES = (Analysis(FINETUNE_METRICS, "(model, task, seed)", tables=(FINETUNE_METRICS,),
                      captions=("finetune_metrics.rst",), absent_because=no_finetuning),)
-# The per-head analyses a fine-tuned checkpoint can be a subject of (roles.finetuned, docs/roles.md), in this order.
-ROLE_ANALYSES = ("head_diagnostics", "surface", "dependency", "coreference")
 ROLES_KEY = "roles.finetuned"
+
+
+def role_analyses() -> tuple[str, ...]:
+    """The per-head analyses a fine-tuned checkpoint can be a subject of (roles.finetuned, docs/roles.md), in the
+    order of the schema's list of them."""
+    entry = section_properties("roles")["finetuned"]["items"]["properties"]["analyses"]
+    return tuple(entry["items"]["enum"])
 
 
 def chosen_tasks(study: Study, section: str, needs, what: str) -> list[str]:
@@ -70,7 +76,7 @@ def plan(study: Study) -> Plan:
 
 
 def role_checkpoints(study: Study, runs: list[tuple[str, str, int]]) -> dict[tuple[str, str], tuple[str, ...]]:
-    """(model, fine-tuned checkpoint) -> the per-head analyses roles.finetuned gives it (in ROLE_ANALYSES order), in
+    """(model, fine-tuned checkpoint) -> the per-head analyses roles.finetuned gives it (the schema's order), in
     the order of the runs and of each run's checkpoints (its steps, then final). A selector that names no checkpoint
     the study saves is an error naming the key; one run's checkpoint of a task the study left out is a note."""
     saved = {}
@@ -86,7 +92,8 @@ def role_checkpoints(study: Study, runs: list[tuple[str, str, int]]) -> dict[tup
                 _unmatched(study, f"{ROLES_KEY}[{index}].checkpoints", selector, saved, runs)
             for key in found:
                 chosen.setdefault(key, set()).update(entry["analyses"])
-    return {key: tuple(a for a in ROLE_ANALYSES if a in chosen[key]) for key in saved if chosen.get(key)}
+    order = role_analyses()
+    return {key: tuple(a for a in order if a in chosen[key]) for key in saved if chosen.get(key)}
 
 
 def _unmatched(study: Study, key: str, selector: str, saved: dict, runs: list) -> None:
