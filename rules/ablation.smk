@@ -4,6 +4,7 @@
 # STUDY.ablation.found_heads_models; workflow_scripts/study/plans/ablation.py).
 
 from workflow_scripts.study.plans.ablation import ANALYSES as ABLATION_ANALYSES
+from workflow_scripts.study.plans.ablation import DISABLING_FIGURE
 from workflow_scripts.study.plans.declarations import stacked_pattern
 
 ABLATION = STUDY.config["ablation"]
@@ -69,8 +70,8 @@ rule head_disabling_figure:
     input:
         table=STUDY.paths.table(TABLE.HEAD_DISABLING),
     output:
-        png=STUDY.ablation.report_figure("head_disabling_{model}"),
-        pdf=STUDY.paths.figure("ablation", "head_disabling_{model}", "pdf"),
+        png=STUDY.ablation.report_figure(DISABLING_FIGURE),
+        pdf=STUDY.ablation.figure_file(DISABLING_FIGURE, "pdf"),
     log:
         STUDY.paths.log("ablation", "head_disabling_figure_{model}"),
     conda:

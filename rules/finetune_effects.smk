@@ -11,6 +11,7 @@
 
 from workflow_scripts.study.plans.declarations import stacked_pattern
 from workflow_scripts.study.plans.finetune_effects import ANALYSES as FINETUNE_EFFECTS_ANALYSES
+from workflow_scripts.study.plans.finetune_effects import TRAJECTORY_FIGURE
 
 FE = STUDY.config["finetune_effects"]
 FINETUNED_NAME = r"[a-z0-9]+\.seed\d+\.(step\d+|final)"
@@ -217,13 +218,13 @@ rule finetune_effects_figures:
         lexical=STUDY.paths.table(TABLE.LEXICAL_LAYERS),
     output:
         classes_png=STUDY.finetune_effects.report_figure(TABLE.PATTERN_CLASSES),
-        classes_pdf=STUDY.paths.figure("finetune_effects", TABLE.PATTERN_CLASSES, "pdf"),
+        classes_pdf=STUDY.finetune_effects.figure_file(TABLE.PATTERN_CLASSES, "pdf"),
         change_png=STUDY.finetune_effects.report_figure(TABLE.FINETUNE_CHANGE),
-        change_pdf=STUDY.paths.figure("finetune_effects", TABLE.FINETUNE_CHANGE, "pdf"),
+        change_pdf=STUDY.finetune_effects.figure_file(TABLE.FINETUNE_CHANGE, "pdf"),
         lexical_png=STUDY.finetune_effects.report_figure(TABLE.LEXICAL_LAYERS),
-        lexical_pdf=STUDY.paths.figure("finetune_effects", TABLE.LEXICAL_LAYERS, "pdf"),
-        trajectory_png=STUDY.finetune_effects.report_figure("trajectory"),
-        trajectory_pdf=STUDY.paths.figure("finetune_effects", "trajectory", "pdf"),
+        lexical_pdf=STUDY.finetune_effects.figure_file(TABLE.LEXICAL_LAYERS, "pdf"),
+        trajectory_png=STUDY.finetune_effects.report_figure(TRAJECTORY_FIGURE),
+        trajectory_pdf=STUDY.finetune_effects.figure_file(TRAJECTORY_FIGURE, "pdf"),
     log:
         STUDY.paths.log("finetune_effects", "figures"),
     conda:

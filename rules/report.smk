@@ -9,6 +9,14 @@
 # See docs/report.md.
 from workflow_scripts.report.registry import paper_value_files
 from workflow_scripts.core.stages import STAGES
+from workflow_scripts.study.plans.report import (
+    AGREEMENT_FIGURE,
+    ATLAS_FIGURE,
+    CHANGE_BY_LAYER_FIGURE,
+    DEVELOPMENT_FIGURE,
+    SIGNALS_FIGURE,
+    SUMMARY_FIGURE,
+)
 
 # Inputs (not params): editing the published numbers reruns the comparison and the summary pages.
 PAPER_VALUES = [str(path) for path in paper_value_files(STAGES, workflow.basedir)]
@@ -42,8 +50,8 @@ rule summary_figure:
         **STUDY.report.tables,
         paper_values=PAPER_VALUES,
     output:
-        png=STUDY.report.report_figure("summary/{model}"),
-        pdf=STUDY.paths.figure("summary", "{model}", "pdf"),
+        png=STUDY.report.report_figure(SUMMARY_FIGURE),
+        pdf=STUDY.report.figure_file(SUMMARY_FIGURE, "pdf"),
     log:
         STUDY.paths.log("report", "summary_figure_{model}"),
     conda:
@@ -88,8 +96,8 @@ rule signal_comparison_figure:
     input:
         table=STUDY.paths.table(TABLE.SIGNAL_COMPARISON),
     output:
-        png=STUDY.report.report_figure("signals/{model}"),
-        pdf=STUDY.paths.figure("signals", "{model}", "pdf"),
+        png=STUDY.report.report_figure(SIGNALS_FIGURE),
+        pdf=STUDY.report.figure_file(SIGNALS_FIGURE, "pdf"),
     log:
         STUDY.paths.log("report", "signal_comparison_figure_{model}"),
     conda:
@@ -129,8 +137,8 @@ rule head_development_figure:
         **STUDY.report.development_figure_inputs,
         table=STUDY.paths.table(TABLE.HEAD_DEVELOPMENT),
     output:
-        png=STUDY.report.report_figure("development/{series}"),
-        pdf=STUDY.paths.figure("development", "{series}", "pdf"),
+        png=STUDY.report.report_figure(DEVELOPMENT_FIGURE),
+        pdf=STUDY.report.figure_file(DEVELOPMENT_FIGURE, "pdf"),
     log:
         STUDY.paths.log("report", "head_development_figure_{series}"),
     conda:
@@ -176,8 +184,8 @@ rule atlas_figure:
     input:
         table=STUDY.paths.table(TABLE.ATLAS),
     output:
-        png=STUDY.report.report_figure("report/atlas"),
-        pdf=STUDY.paths.figure("report", TABLE.ATLAS, "pdf"),
+        png=STUDY.report.report_figure(ATLAS_FIGURE),
+        pdf=STUDY.report.figure_file(ATLAS_FIGURE, "pdf"),
     log:
         STUDY.paths.log("report", "atlas_figure"),
     conda:
@@ -227,8 +235,8 @@ rule role_agreement_figure:
         table=STUDY.paths.table(TABLE.ROLE_AGREEMENT),
         reference=ROLE_AGREEMENT_REFERENCE,
     output:
-        png=STUDY.report.report_figure("report/role_agreement"),
-        pdf=STUDY.paths.figure("report", TABLE.ROLE_AGREEMENT, "pdf"),
+        png=STUDY.report.report_figure(AGREEMENT_FIGURE),
+        pdf=STUDY.report.figure_file(AGREEMENT_FIGURE, "pdf"),
     log:
         STUDY.paths.log("report", "role_agreement_figure"),
     conda:
@@ -245,8 +253,8 @@ rule role_change_figure:
     input:
         table=STUDY.paths.table(TABLE.ROLE_CHANGE_BY_LAYER),
     output:
-        png=STUDY.report.report_figure("report/role_change_by_layer"),
-        pdf=STUDY.paths.figure("report", TABLE.ROLE_CHANGE_BY_LAYER, "pdf"),
+        png=STUDY.report.report_figure(CHANGE_BY_LAYER_FIGURE),
+        pdf=STUDY.report.figure_file(CHANGE_BY_LAYER_FIGURE, "pdf"),
     log:
         STUDY.paths.log("report", "role_change_figure"),
     conda:

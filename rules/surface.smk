@@ -4,7 +4,13 @@
 # rules combine the parts into {results}/tables/ (the tables of the surface plan's analyses, and one table per
 # declared head measure) and draw the figures under {results}/figures/surface/. See docs/surface.md.
 
-from workflow_scripts.study.plans.surface import MEASURE_PATTERN, STACKED_PATTERN
+from workflow_scripts.study.plans.surface import (
+    ENTROPY_FIGURE,
+    MEASURE_PATTERN,
+    POSITIONAL_FIGURE,
+    SPECIAL_TOKENS_FIGURE,
+    STACKED_PATTERN,
+)
 
 SURFACE = STUDY.config["surface"]
 
@@ -328,12 +334,12 @@ rule surface_figures:
     input:
         STUDY.paths.table(TABLE.SURFACE_HEADS),
     output:
-        special_png=STUDY.surface.report_figure("special_tokens"),
-        special_pdf=STUDY.paths.figure("surface", "special_tokens", "pdf"),
-        positional_png=STUDY.surface.report_figure("positional"),
-        positional_pdf=STUDY.paths.figure("surface", "positional", "pdf"),
-        entropy_png=STUDY.surface.report_figure("entropy"),
-        entropy_pdf=STUDY.paths.figure("surface", "entropy", "pdf"),
+        special_png=STUDY.surface.report_figure(SPECIAL_TOKENS_FIGURE),
+        special_pdf=STUDY.surface.figure_file(SPECIAL_TOKENS_FIGURE, "pdf"),
+        positional_png=STUDY.surface.report_figure(POSITIONAL_FIGURE),
+        positional_pdf=STUDY.surface.figure_file(POSITIONAL_FIGURE, "pdf"),
+        entropy_png=STUDY.surface.report_figure(ENTROPY_FIGURE),
+        entropy_pdf=STUDY.surface.figure_file(ENTROPY_FIGURE, "pdf"),
     log:
         STUDY.paths.log("surface", "surface_figures"),
     conda:
@@ -351,7 +357,7 @@ rule sep_gradient_figure:
         STUDY.paths.table(TABLE.SEP_GRADIENT),
     output:
         png=STUDY.surface.report_figure(TABLE.SEP_GRADIENT),
-        pdf=STUDY.paths.figure("surface", TABLE.SEP_GRADIENT, "pdf"),
+        pdf=STUDY.surface.figure_file(TABLE.SEP_GRADIENT, "pdf"),
     log:
         STUDY.paths.log("surface", "sep_gradient_figure"),
     conda:
@@ -369,7 +375,7 @@ rule head_clusters_figure:
         STUDY.paths.table(TABLE.HEAD_CLUSTERS),
     output:
         png=STUDY.surface.report_figure(TABLE.HEAD_CLUSTERS),
-        pdf=STUDY.paths.figure("surface", TABLE.HEAD_CLUSTERS, "pdf"),
+        pdf=STUDY.surface.figure_file(TABLE.HEAD_CLUSTERS, "pdf"),
     log:
         STUDY.paths.log("surface", "head_clusters_figure"),
     conda:

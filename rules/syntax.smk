@@ -1,8 +1,9 @@
 # Each rule runs the function registered as @entry_point("<rule name>") in workflow_scripts/entrypoints/syntax.py.
 # Syntax and coreference analyses of "What Does BERT Look At?" (METHODS 7.3, 7.4, 7.5, 10).
 # Per (model, checkpoint[, treebank, split]) jobs write parts under {results}/analysis/syntax/; study-wide rules
-# combine them into {results}/tables/{dependency_heads,dependency_best,coref_heads,coref_best,probes}.csv
-# and draw the figures under {results}/figures/syntax/. See docs/syntax.md.
+# combine them into {results}/tables/ (the tables of the syntax plan's analyses) and draw the figures under
+# {results}/figures/syntax/. See docs/syntax.md.
+from workflow_scripts.study.plans.syntax import BEST_HEAD_MAPS_FIGURE, DEPENDENCY_HEADS_FIGURE
 
 SYNTAX = STUDY.config["syntax"]
 COREF_CORPUS = STUDY.syntax.coref_corpus
@@ -286,8 +287,8 @@ rule dependency_heatmaps:
         heads=STUDY.paths.table(TABLE.DEPENDENCY_HEADS),
         best=STUDY.paths.table(TABLE.DEPENDENCY_BEST),
     output:
-        png=STUDY.syntax.report_figure("dependency_heads_{model}_{checkpoint}_{treebank}"),
-        pdf=STUDY.paths.figure("syntax", "dependency_heads_{model}_{checkpoint}_{treebank}", "pdf"),
+        png=STUDY.syntax.report_figure(DEPENDENCY_HEADS_FIGURE),
+        pdf=STUDY.syntax.figure_file(DEPENDENCY_HEADS_FIGURE, "pdf"),
     log:
         STUDY.paths.log("syntax", "{model}_{checkpoint}_dependency_heatmaps_{treebank}"),
     conda:
@@ -311,8 +312,8 @@ rule best_head_maps:
         annotation=STUDY.paths.annotation("{treebank}", SYNTAX_SCORE),
         best=STUDY.paths.table(TABLE.DEPENDENCY_BEST),
     output:
-        png=STUDY.syntax.report_figure("best_head_maps_{model}_{checkpoint}_{treebank}"),
-        pdf=STUDY.paths.figure("syntax", "best_head_maps_{model}_{checkpoint}_{treebank}", "pdf"),
+        png=STUDY.syntax.report_figure(BEST_HEAD_MAPS_FIGURE),
+        pdf=STUDY.syntax.figure_file(BEST_HEAD_MAPS_FIGURE, "pdf"),
     log:
         STUDY.paths.log("syntax", "{model}_{checkpoint}_best_head_maps_{treebank}"),
     conda:

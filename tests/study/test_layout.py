@@ -80,6 +80,13 @@ def test_report_captions_name_their_stage_and_no_rule_file_types_one():
         assert not typed, f"rules/{smk.name} types {typed}: ask the stage's plan (STUDY.<stage>.report_table, ...)"
 
 
+def test_no_rule_file_types_a_figure_name():
+    # A figure is named once, in its plan (a constant its rule file imports), and its files are the plan's.
+    for smk in (REPO / "rules").glob("*.smk"):
+        typed = re.findall(r"report_figure\(\s*[\"'f]|\bpaths\.figure\(", smk.read_text())
+        assert not typed, f"rules/{smk.name} types {typed}: use the plan's constant and STUDY.<stage>.figure_file"
+
+
 def test_rule_files_read_the_study_model_and_never_each_others_names():
     """A name defined at the top of one .smk (a function or a constant) is never used in another."""
     defined = {}

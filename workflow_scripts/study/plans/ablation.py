@@ -30,10 +30,12 @@ STAGE = "ablation"
 # The report's category of the stage's outputs.
 REPORT_CATEGORY = "Causal head checks"
 PRETRAINED = "pretrained"
+# A model's head-disabling figure, by this name in its rule (rules/ablation.smk) too.
+DISABLING_FIGURE = "head_disabling_{model}"
 ANALYSES = (
     # Within a head-disabling part rows stay in its order: mode (the config's order), then layer, then head.
     Analysis(HEAD_DISABLING, "(model, task, seed) of a fine-tuned run", tables=(HEAD_DISABLING,),
-             figures=("head_disabling_{model}",),
+             figures=(DISABLING_FIGURE,),
              captions=("ablation_head_disabling.rst", "ablation_head_disabling_figure.rst"),
              stack_key=("model", "checkpoint")),
     Analysis(FOUND_HEADS, "model", tables=(FOUND_HEADS,), captions=("ablation_found_heads.rst",), stack_key=("model",)),

@@ -34,6 +34,8 @@ def no_effects(study: Study) -> str:
     return "the study analyses no task's dev inputs (study.tasks, finetune_effects.tasks)"
 
 
+# The fine-tuning change's trajectory figure, by this name in its rule (rules/finetune_effects.smk) too.
+TRAJECTORY_FIGURE = "trajectory"
 ANALYSES = (
     Analysis(PATTERN_CLASSES, PER_TARGET, tables=(PATTERN_CLASSES,), figures=(PATTERN_CLASSES,),
              captions=("finetune_effects_pattern_classes_table.rst", "finetune_effects_pattern_classes.rst"),
@@ -42,7 +44,7 @@ ANALYSES = (
              tables=(PATTERN_CLASSIFIER,),
              captions=("finetune_effects_pattern_classifier.rst",), stack_key=("model", "classifier", "evaluated_on"),
              absent_because=no_effects),
-    Analysis(FINETUNE_CHANGE, PER_TARGET, tables=(FINETUNE_CHANGE,), figures=(FINETUNE_CHANGE, "trajectory"),
+    Analysis(FINETUNE_CHANGE, PER_TARGET, tables=(FINETUNE_CHANGE,), figures=(FINETUNE_CHANGE, TRAJECTORY_FIGURE),
              captions=("finetune_effects_change_table.rst", "finetune_effects_change.rst",
                        "finetune_effects_trajectory.rst"), explorer_tables=(FINETUNE_CHANGE,),
              stack_key=("model", "task", "checkpoint", "layer", "head")),

@@ -42,23 +42,30 @@ if TYPE_CHECKING:
 STAGE = "report"
 # The report's category of the stage's outputs.
 REPORT_CATEGORY = "Summary"
+# The stage's figures, by these names in their rules (rules/report.smk) too: FOLDER/NAME (figure_path).
+SUMMARY_FIGURE = "summary/{model}"
+SIGNALS_FIGURE = "signals/{model}"
+DEVELOPMENT_FIGURE = "development/{series}"
+ATLAS_FIGURE = "report/atlas"
+AGREEMENT_FIGURE = "report/role_agreement"
+CHANGE_BY_LAYER_FIGURE = "report/role_change_by_layer"
 ANALYSES = (
     Analysis(PAPER_COMPARISON, "the study", tables=(PAPER_COMPARISON,), captions=("report_paper_comparison.rst",)),
     # Figures under figures/summary/ and figures/signals/ (their own folders, named by what they show: figure_path);
     # a summary page's field is its rule's wildcard, ``model``, which holds a subject.
-    Analysis("summary", "subject", figures=("summary/{model}",), captions=("report_summary_figure.rst",)),
+    Analysis("summary", "subject", figures=(SUMMARY_FIGURE,), captions=("report_summary_figure.rst",)),
     Analysis(SIGNAL_COMPARISON, "the study, with more than one signal", tables=(SIGNAL_COMPARISON,),
-             figures=("signals/{model}",),
+             figures=(SIGNALS_FIGURE,),
              captions=("report_signal_comparison.rst", "report_signal_comparison_figure.rst")),
     Analysis(HEAD_DEVELOPMENT, "a model studied at two or more hub revisions (models.NAME.revisions)",
-             tables=(HEAD_DEVELOPMENT,), figures=("development/{series}",),
+             tables=(HEAD_DEVELOPMENT,), figures=(DEVELOPMENT_FIGURE,),
              captions=("report_head_development.rst", "report_head_development_figure.rst")),
     Analysis(ATLAS, "the study, with any table of a head role", tables=(ATLAS, ATLAS_HALVES),
-             figures=("report/atlas",),
+             figures=(ATLAS_FIGURE,),
              captions=("report_atlas.rst", "report_atlas_halves.rst", "report_atlas_figure.rst")),
     Analysis(ROLE_AGREEMENT, "the study, with the atlas: every pair of related subjects x role",
              tables=(ROLE_AGREEMENT, ROLE_CHANGE_BY_LAYER),
-             figures=("report/role_agreement", "report/role_change_by_layer"),
+             figures=(AGREEMENT_FIGURE, CHANGE_BY_LAYER_FIGURE),
              captions=("report_role_agreement.rst", "report_role_change_by_layer.rst",
                        "report_role_agreement_figure.rst", "report_role_change_by_layer_figure.rst")),
 )

@@ -40,6 +40,10 @@ REPORT_CATEGORY = "What does BERT look at?"
 PER_SHARD = "(subject, checkpoint) x shard group of the surface dump"
 PER_CHECKPOINT = "(subject, checkpoint) of the surface dump"
 HEAD_KEY = ("model", "checkpoint", "layer", "head")
+# The surface statistics' figures, by these names in their rule (rules/surface.smk) too.
+SPECIAL_TOKENS_FIGURE = "special_tokens"
+POSITIONAL_FIGURE = "positional"
+ENTROPY_FIGURE = "entropy"
 
 
 def no_surface_dump(study: Study) -> str:
@@ -58,7 +62,7 @@ def no_diagnosed_pairs(study: Study) -> str:
 
 ANALYSES = (
     Analysis(SURFACE_HEADS, PER_SHARD, tables=(SURFACE_HEADS,), absent_because=no_surface_dump,
-             figures=("special_tokens", "positional", "entropy"),
+             figures=(SPECIAL_TOKENS_FIGURE, POSITIONAL_FIGURE, ENTROPY_FIGURE),
              captions=("surface_heads.rst", "surface_special_tokens.rst", "surface_positional.rst",
                        "surface_entropy.rst"), sharded=True, explorer_tables=(SURFACE_HEADS,), stack_key=HEAD_KEY),
     Analysis(SEP_GRADIENT, "(model, checkpoint) of the surface dump, attention weights only", tables=(SEP_GRADIENT,),

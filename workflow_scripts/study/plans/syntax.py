@@ -18,6 +18,9 @@ STAGE = "syntax"
 COREFERENCE = "coreference"
 PER_TARGET = "(subject, checkpoint, treebank)"
 FIGURE_NAME = "{model}_{checkpoint}_{treebank}"
+# The syntax stage's figures, by these names in their rules (rules/syntax.smk) too.
+DEPENDENCY_HEADS_FIGURE = f"dependency_heads_{FIGURE_NAME}"
+BEST_HEAD_MAPS_FIGURE = f"best_head_maps_{FIGURE_NAME}"
 
 
 def no_syntax_dump(study: Study) -> str:
@@ -36,7 +39,7 @@ def no_coreference(study: Study) -> str:
 ANALYSES = (
     Analysis("dependency", f"{PER_TARGET} x split x shard group",
              tables=(DEPENDENCY_HEADS, DEPENDENCY_BEST, DEPENDENCY_HALVES),
-             figures=(f"dependency_heads_{FIGURE_NAME}", f"best_head_maps_{FIGURE_NAME}"),
+             figures=(DEPENDENCY_HEADS_FIGURE, BEST_HEAD_MAPS_FIGURE),
              captions=("syntax_dependency_heads.rst", "syntax_dependency_best.rst", "syntax_dependency_halves.rst",
                        "syntax_dependency_heatmap.rst", "syntax_best_head_maps.rst"), sharded=True,
              explorer_tables=(DEPENDENCY_HEADS,), absent_because=no_syntax_dump),
