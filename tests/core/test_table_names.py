@@ -5,6 +5,7 @@ rules name may keep its constant in its plan (docs/contributing.md, "Recipe: add
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -21,21 +22,40 @@ HOME = REPO / "workflow_scripts" / "core" / "table_names.py"
 
 # Where a typed name would be a table's: its file name, or the argument of a call or a tuple that names tables.
 TABLE_PLACES = (r"{q}{name}\.(?:csv|parquet){q}",
-                r"(?:model_rows|syntax_rows\(tables,|report_table|report_figure|\.table|tables\.get|input\.get|"
-                r"read_partials\(partials, dump,)\(?\s*{q}{name}{q}",
+                r"(?:model_rows|syntax_rows\(tables,|report_table|report_figure|\.table|tables\.get|input\.get)"
+                r"\(?\s*{q}{name}{q}",
                 r"(?:tables|read)\[{q}{name}{q}\]", r"{q}{name}{q} in read\b",
                 r"(?:tables|explorer_tables|figures)=\((?:[^()]*,\s*)?{q}{name}{q}")
 
 
+# A table's file named in a message ("sink_rates.csv has no rows ..."): its name, not a longer one's end, nor the
+# published numbers a table is compared with (report/paper_values/role_agreement.csv).
+FILE_NAME = re.compile(r"(?<![\w{{])(?<!paper_values/){names}\.(?:csv|parquet)\b".format(
+    names="(" + "|".join(map(re.escape, sorted(NAMES, key=len, reverse=True))) + ")"))
+
+
 def typed_table_names(text: str) -> list[str]:
-    """The table names ``text`` types where it names a table (TABLE_PLACES), each once."""
-    found = []
-    for name in NAMES:
-        for place in TABLE_PLACES:
-            if re.search(place.format(q="[\"']", name=re.escape(name)), text):
-                found.append(name)
-                break
-    return found
+    """The table names ``text`` types where it names a table (TABLE_PLACES, and a table's file named in a string
+    that is no docstring), each once."""
+    found = {name for name in NAMES
+             if any(re.search(place.format(q="[\"']", name=re.escape(name)), text) for place in TABLE_PLACES)}
+    found.update(match.group(1) for string in _strings(text) for match in FILE_NAME.finditer(string))
+    return sorted(found)
+
+
+def _strings(text: str) -> list[str]:
+    """The string literals of Python source ``text`` but its docstrings (rule files, not Python: every quoted run
+    of a line outside comments)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+        return re.findall(r"\"[^\"\n]*\"|'[^'\n]*'", code)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
 
 
 def _code_files() -> list[Path]:
@@ -61,15 +81,19 @@ def test_the_check_finds_each_way_of_typing_a_table_name():
         'frame = read["coref_best"]': ["coref_best"],
         'if "head_disabling" in read:': ["head_disabling"],
         'smk.input.get("icl_score")': ["icl_score"],
+        'return [missing_row("sink_rates.csv has no rows")]': ["sink_rates"],
+        'why = f"no pretrained rows in coref_best.csv for {model}"': ["coref_best"],
+        '    STUDY.paths.log("surface", "x"),\n    "tables/probes.csv",': ["probes"],  # a rule file
     }
     for text, names in typed.items():
         assert typed_table_names(text) == names, text
     # A column, an analysis's or a rule's name that equals a table's is another thing, named where it is declared.
     for text in ('frame["icl_score"]', '@entry_point("head_disabling")', 'PaperComparison("probes", compare)',
-                 'STUDY.paths.log("report", "atlas")', 'tables.model_rows(HEAD_DIAGNOSTICS, model)'):
+                 'STUDY.paths.log("report", "atlas")', 'tables.model_rows(HEAD_DIAGNOSTICS, model)',
+                 'def f():\n    """Read sink_rates.csv."""\n', 'why = f"{SINK_RATES}.csv has no rows"',
+                 'name = "my_sink_rates.csv"'):
         assert typed_table_names(text) == [], text
 
 
 def test_table_names_holds_the_declared_tables_each_once():
     assert CONSTANTS == NAMES
-    assert len(CONSTANTS) == len(set(CONSTANTS))

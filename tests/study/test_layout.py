@@ -93,7 +93,7 @@ def test_rule_files_read_the_study_model_and_never_each_others_names():
     for smk in (REPO / "rules").glob("*.smk"):
         for name in re.findall(r"^(?:def (\w+)|([A-Z_][A-Z0-9_]*) =)", smk.read_text(), re.M):
             defined[name[0] or name[1]] = smk.stem
-    shared = {"STUDY"}  # built once in common.smk: the one name every rule file reads
+    shared = {"STUDY"}  # built once in common.smk and read by every rule file (so is TABLE, an import, not matched)
     for smk in (REPO / "rules").glob("*.smk"):
         text = smk.read_text()
         for name, home in defined.items():

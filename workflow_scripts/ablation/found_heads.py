@@ -37,6 +37,7 @@ from ..attention.tokens import token_words
 from ..core.errors import AtlasError, InputFormatError
 from ..core.io import read_csv, write_csv
 from ..core.labels import CAUSAL_UNION, DEP_TO_HEAD, EITHER, HEAD_TO_DEP, head_label
+from ..core.table_names import COREF_BEST, DEPENDENCY_BEST
 from ..finetune.task_data import collate
 from ..models.families import family_of
 from ..probing.features import (
@@ -96,7 +97,7 @@ def read_found_heads(dependency_best: str | Path, coref_best: str | Path | None,
     """(source, layer, head) of the pretrained model's best head per relation (in ``relations`` order, on
     ``treebank``, selected on ``select_split`` and scored on ``score_split``), then its best coreference head
     (selected on all documents, all mentions) where ``coref_best`` is given. Layers and heads are 0-based."""
-    fix = "rebuild it with the syntax stage (snakemake ... tables/dependency_best.csv)"
+    fix = f"rebuild it with the syntax stage (snakemake ... tables/{DEPENDENCY_BEST}.csv)"
     frame = _table(dependency_best, DEPENDENCY_COLUMNS, fix)
     text = frame[DEPENDENCY_COLUMNS[:-2]].astype(str)
     rows = frame[(text["model"] == model) & (text["checkpoint"] == PRETRAINED) & (text["treebank"] == treebank)
@@ -117,7 +118,7 @@ def read_found_heads(dependency_best: str | Path, coref_best: str | Path | None,
         found.append((relation, *_head_of(chosen.iloc[0], dependency_best, f"relation {relation!r}")))
     if coref_best is not None:
         coref = _table(coref_best, COREF_COLUMNS, "rebuild it with the syntax stage (snakemake ... "
-                                                  "tables/coref_best.csv)")
+                                                  f"tables/{COREF_BEST}.csv)")
         text = coref[COREF_COLUMNS[:-2]].astype(str)
         rows = coref[(text["model"] == model) & (text["checkpoint"] == PRETRAINED) & (text["method"] == "head")
                      & (text["mention_type"] == "all") & (text["select_documents"] == "all")]

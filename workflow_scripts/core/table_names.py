@@ -1,5 +1,6 @@
 """The study's tables, each named once: ``NAME`` is ``tables/NAME.csv`` and, where a table is gathered from parts,
-each part's file name (``NAME.csv`` or ``NAME.parquet`` in an analysis folder).
+each part's file name (``NAME.csv`` or ``NAME.parquet`` in an analysis folder; the probes' parts: the folder
+``probes/``).
 
 The stage that writes a table declares it in its plan's ``Analysis`` (``workflow_scripts/study/plans/``: its
 caption, report category and figures) by one of these names; the rules ask the plans for its paths; the code that
@@ -7,7 +8,10 @@ reads it (the report's pages and atlas, the head explorer, another stage's summa
 here, because the science never imports the plans (docs/contributing.md, "Which way imports run"). A per-head
 measure's table is named by its ``HeadMeasure`` (``surface/measures.py``) instead, where its recipe adds it.
 
-A name may equal an analysis's, a rule's or a figure's: those are other things, named where they are declared.
+An analysis named after its main table (most are) takes the table's constant as its name, and so does a figure
+named after its table. A name may also equal a rule's, a column's, a config value's (``roles.finetuned``'s
+analyses), a partial's label or a published number's analysis (``report/paper_values/``): those are other things,
+named where they are declared.
 """
 
 from __future__ import annotations

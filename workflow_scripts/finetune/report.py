@@ -29,7 +29,7 @@ def draw_finetune(ax: Any, model: str, tables: StudyTables, items: Sequence[Pape
     main = rows["main_metric"].astype(str).str.lower() == "true"
     rows = rows[main & (rows["step"].astype(str) == "final")]
     if rows.empty:
-        return not_in_study(ax, title, "finetune_metrics.csv has no final checkpoint for this model")
+        return not_in_study(ax, title, f"{FINETUNE_METRICS}.csv has no final checkpoint for this model")
     tasks = task_order(rows["task"], TASK_NAMES)
     x = np.arange(len(tasks))
     means, majority, names = [], [], []

@@ -51,7 +51,7 @@ def compare_pattern_classifier(item: PaperItem, model: str, tables: StudyTables,
     human = cnn[cnn["evaluated_on"].astype(str) == "heldout_human"]
     chosen = human if not human.empty else cnn[cnn["evaluated_on"].astype(str) == "heldout"]
     if chosen.empty or not finite(chosen.iloc[0].get("macro_f1")):
-        return [missing_row("pattern_classifier.csv has no held-out score of the CNN")]
+        return [missing_row(f"{PATTERN_CLASSIFIER}.csv has no held-out score of the CNN")]
     row = chosen.iloc[0].to_dict()
     source = str(row.get("label_source", ""))
     caveat = ("labels from the rule labeller only: the F1 says how well the CNN imitates the rules, not human "
@@ -93,7 +93,7 @@ def compare_pattern_classes(item: PaperItem, model: str, tables: StudyTables,
     wanted = item.item.split(" ", 1)[0].lower()
     classes = {str(c).lower(): str(c) for c in rows["class"].unique()}
     if wanted not in classes:
-        return [missing_row(f"no class {item.item.split(' ', 1)[0]!r} in pattern_classes.csv "
+        return [missing_row(f"no class {item.item.split(' ', 1)[0]!r} in {PATTERN_CLASSES}.csv "
                             f"({', '.join(classes.values())})")]
     rows = rows[rows["class"].astype(str) == classes[wanted]]
     paper_tasks = tasks_in_note(item.note)
@@ -104,7 +104,7 @@ def compare_pattern_classes(item: PaperItem, model: str, tables: StudyTables,
         pretrained_only = task not in ctx.finetuned_tasks
         paper = f"paper's {TASK_NAMES.get(task, task)}: {paper_tasks[task]:g}" if task in paper_tasks else ""
         if not final and not pretrained_only:
-            out.append(missing_row(f"pattern_classes.csv has no final fine-tuned checkpoint of task {task}",
+            out.append(missing_row(f"{PATTERN_CLASSES}.csv has no final fine-tuned checkpoint of task {task}",
                                    task=task, detail=paper))
             seen.add(task)
             continue
@@ -125,7 +125,7 @@ def compare_pattern_classes(item: PaperItem, model: str, tables: StudyTables,
         if task not in seen:
             out.append(missing_row(_task_reason(task, ctx, finetuned=False, table=PATTERN_CLASSES), task=task,
                                    detail=f"paper's {TASK_NAMES.get(task, task)}: {paper_tasks[task]:g}"))
-    return out or [missing_row("pattern_classes.csv has no rows for this class")]
+    return out or [missing_row(f"{PATTERN_CLASSES}.csv has no rows for this class")]
 
 
 # --- [L] lexical categories ----------------------------------------------------------------------------
@@ -166,7 +166,7 @@ def _lexical_layers(item: PaperItem, model: str, tables: StudyTables, ctx: Study
         out.append(found_row(item, ", ".join(map(str, chosen)), detail, checkpoint=checkpoint, task=task))
     tasks = task_order([r["task"] for r in out], TASK_NAMES)
     out.sort(key=lambda r: (tasks.index(r["task"]), checkpoint_order(r["checkpoint"])))
-    return out or [missing_row(f"lexical_top_layers.csv has no {category} rows")]
+    return out or [missing_row(f"{LEXICAL_TOP_LAYERS}.csv has no {category} rows")]
 
 
 def _lexical_p(row: Mapping[str, Any]) -> str:
@@ -208,7 +208,7 @@ def _lexical_direction(item: PaperItem, model: str, tables: StudyTables,
                                 f" ({'significant' if significant == 'true' else 'not significant'}, "
                                 f"{_lexical_p(r)})" if finite(r.get("p")) else category)
             if not moves:
-                out.append(missing_row("lexical_last_layer.csv has no content/function rows",
+                out.append(missing_row(f"{LEXICAL_LAST_LAYER}.csv has no content/function rows",
                                        checkpoint=checkpoint, task=task))
                 continue
             first = found.iloc[0]
@@ -229,7 +229,7 @@ def draw_lexical(ax: Any, model: str, tables: StudyTables, items: Sequence[Paper
         return not_in_study(ax, title, why)
     rows = rows[(rows["measure"].astype(str) == "argmax") & rows["checkpoint"].astype(str).map(is_final)]
     if rows.empty:
-        return not_in_study(ax, title, "lexical_last_layer.csv has no final fine-tuned checkpoint for this model")
+        return not_in_study(ax, title, f"{LEXICAL_LAST_LAYER}.csv has no final fine-tuned checkpoint for this model")
     first_seed = pd.to_numeric(rows["seed"], errors="coerce")
     rows = rows[first_seed == first_seed.groupby(rows["task"]).transform("min")]
     tasks = task_order(rows["task"], TASK_NAMES)

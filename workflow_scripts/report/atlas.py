@@ -53,6 +53,7 @@ from ..core.table_names import (
     HEAD_DIAGNOSTICS,
     HEAD_DIAGNOSTICS_HALVES,
     HEAD_DISABLING,
+    MODELS,
 )
 
 PRETRAINED, RANDOM = "pretrained", "random"
@@ -288,7 +289,7 @@ def assemble(roles: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
     if outside.any():
         bad = frame[outside].iloc[0]
         raise AtlasError(f"the {bad['role']} row of model {bad['model']!r} names layer {bad['layer']}, outside its "
-                         f"{bad['num_layers']} layers (tables/models.csv)")
+                         f"{bad['num_layers']} layers (tables/{MODELS}.csv)")
     frame["relative_depth"] = relative_depth(frame["layer"], frame["num_layers"])
     group = ["model", "checkpoint", "role", "detail"]
     frame["rank"] = frame.groupby(group)["score"].rank(ascending=False, method="first").astype("Int64")

@@ -63,7 +63,7 @@ def compare_with_papers(items: Sequence[PaperItem], tables: StudyTables, context
         if not model:
             first, *others = item.hub_ids
             also = f" (or {', '.join(others)})" if others else ""
-            results = [missing_row(f"no model of this study has hub id {first}{also} (models.csv, column hub_id); "
+            results = [missing_row(f"no model of this study has hub id {first}{also} ({MODELS}.csv, column hub_id); "
                                    f"to compare, add it to the config: models: NAME: {{hub: {first}}}, and NAME to "
                                    "study.models")]
         else:

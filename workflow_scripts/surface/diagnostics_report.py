@@ -62,7 +62,7 @@ def compare_sink_rate(item: PaperItem, model: str, tables: StudyTables, ctx: Stu
         return [missing_row(why)]
     rows = rows[(rows["input"].astype(str) == kind) & (rows["layer"].astype(str) == "all")]
     if rows.empty:
-        return [missing_row(f"sink_rates.csv has no {kind} input for model {model}"
+        return [missing_row(f"{SINK_RATES}.csv has no {kind} input for model {model}"
                             + (": its texts are all shorter than 2 x surface.diagnostics.length tokens"
                                if kind == "natural" else ""))]
 
@@ -79,7 +79,7 @@ def compare_sink_rate(item: PaperItem, model: str, tables: StudyTables, ctx: Stu
                            _control_text(rows, rate))
         out.append(found_row(item, round(float(row["sink_rate"]), 2), detail, checkpoint=checkpoint,
                              fraction=False))
-    return out or [missing_row("sink_rates.csv has only the random-init control for this model")]
+    return out or [missing_row(f"{SINK_RATES}.csv has only the random-init control for this model")]
 
 
 def paper_heads(item: PaperItem) -> list[tuple[int, int]]:

@@ -28,7 +28,6 @@ from ..attention.reader import AttentionDump
 from ..attention.shards import shard_group_files
 from ..core.errors import AtlasError
 from ..core.stats import ratio_bootstrap_ci
-from ..core.table_names import ATTENTION_DISTANCE
 from .statistics import write_labelled_part
 
 log = logging.getLogger(__name__)
@@ -103,14 +102,14 @@ def attention_distance_shard(dump_manifest: str | Path, output: str | Path, *, s
     dump = AttentionDump(Path(dump_manifest).parent)
     files = shard_group_files(shard_group)
     table = _distance_sums(dump, shards=files)
-    write_partial(table, output, dump=dump, shards=files, analysis=ATTENTION_DISTANCE, examples=table.num_rows)
+    write_partial(table, output, dump=dump, shards=files, analysis="attention_distance", examples=table.num_rows)
 
 
 def attention_distance_gather(dump_manifest: str | Path, partials: list[str], output: str | Path, *, model: str,
                               checkpoint: str, corpus: str, split: str, resamples: int, seed: int) -> pd.DataFrame:
     """The per-checkpoint part of ``attention_distance.csv`` from the shards' partials: the one-process table."""
     dump = AttentionDump(Path(dump_manifest).parent)
-    tables = [table for table, _ in read_partials(partials, dump, ATTENTION_DISTANCE)]
+    tables = [table for table, _ in read_partials(partials, dump, "attention_distance")]
     frame = distance_frame(pa.concat_tables(tables), dump.num_layers, dump.num_heads, resamples=resamples,
                            seed=seed, source=dump.directory)
     return write_labelled_part(frame, output, model=model, checkpoint=checkpoint, corpus=corpus, split=split)

@@ -7,6 +7,7 @@ shown in the head explorer's grid (docs/contributing.md, "Recipe: add an analysi
 
 from __future__ import annotations
 
+from ..core.table_names import SINK_RATES, SURFACE_HEADS
 from .head_measures import HeadMeasure
 from .position_measures import first_token_sums, previous_token_sums
 from .same_word import same_word_sums
@@ -26,15 +27,15 @@ HEAD_MEASURES: tuple[HeadMeasure, ...] = (
                 "(model, checkpoint, layer, head), layers and heads 0-based. ``first_token``: the attention of every "
                 "query but the first to position 0 (a decoder's attention sink, an encoder's [CLS]), averaged over "
                 "those queries of every example (``n_units``), with its 95% bootstrap interval over examples. A head "
-                "with alpha_1 above 0.3 is a sink head; tables/sink_rates.csv counts them as their code does; "
+                f"with alpha_1 above 0.3 is a sink head; tables/{SINK_RATES}.csv counts them as their code does; "
                 "docs/surface.md."),
     HeadMeasure(
         "previous_token", "attention to the previous token", "share", previous_token_sums,
         caption="The previous-token score on the surface corpus (config surface.corpus, default wiki): one row per "
                 "(model, checkpoint, layer, head), layers and heads 0-based. ``previous_token``: the attention of "
                 "every query but the first to the position before it, averaged over those queries of every example "
-                "(``n_units``), with its 95% bootstrap interval over examples. Unlike ``prev`` of surface_heads.csv, "
-                "the first query (which has no previous token) is not counted; docs/surface.md."),
+                "(``n_units``), with its 95% bootstrap interval over examples. Unlike ``prev`` of "
+                f"{SURFACE_HEADS}.csv, the first query (which has no previous token) is not counted; docs/surface.md."),
 )
 
 

@@ -92,7 +92,7 @@ def compare_surface(item: PaperItem, model: str, tables: StudyTables, ctx: Study
                            if "n_tokens" in rows.columns else "", control_text)
         out.append(found_row(item, int(value) if count is not None else value, detail, checkpoint=checkpoint,
                              fraction=count is None))
-    return out or [missing_row("surface_heads.csv has only the random-init control for this model")]
+    return out or [missing_row(f"{SURFACE_HEADS}.csv has only the random-init control for this model")]
 
 
 def decoder_like(model: str, tables: StudyTables, rows: pd.DataFrame) -> bool:
@@ -120,7 +120,7 @@ def draw_surface(ax: Any, model: str, tables: StudyTables, items: Sequence[Paper
     rows, why = tables.model_rows(SURFACE_HEADS, model)
     checkpoint = main_checkpoint(rows) if rows is not None else None
     if rows is None or checkpoint is None:
-        return not_in_study(ax, title, why or "no pretrained rows in surface_heads.csv")
+        return not_in_study(ax, title, why or f"no pretrained rows in {SURFACE_HEADS}.csv")
     rows = rows.assign(punct=rows["period"] + rows["comma"])
     labels = {"cls": "[CLS]", "sep": "[SEP]", "punct": "'.' or ','"}
     columns, first, missing = ["cls", "sep", "punct"], None, ""

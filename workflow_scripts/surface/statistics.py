@@ -37,7 +37,6 @@ from ..attention.shards import shard_group_files
 from ..core.errors import AtlasError
 from ..core.io import read_metadata, read_rows, stack_csv_parts, write_csv
 from ..core.stats import plogp, ratio_bootstrap_ci
-from ..core.table_names import SURFACE_HEADS
 
 log = logging.getLogger(__name__)
 
@@ -308,7 +307,7 @@ def surface_heads_shard(dump_manifest: str | Path, token_table: str | Path, outp
     files = shard_group_files(shard_group)
     roles = read_token_roles(token_table, sep_token_id, example_ids=dump.shard_example_ids(files))
     accumulator = _accumulate(dump, roles, shards=files)
-    write_partial(accumulator.table(), output, dump=dump, shards=files, analysis=SURFACE_HEADS,
+    write_partial(accumulator.table(), output, dump=dump, shards=files, analysis="surface_heads",
                   examples=len(accumulator))
 
 
@@ -317,7 +316,7 @@ def surface_heads_gather(dump_manifest: str | Path, partials: list[str], output:
     """The per-checkpoint part of ``surface_heads.csv`` from the shards' partials: the one-process table."""
     dump = AttentionDump(Path(dump_manifest).parent)
     accumulator = SurfaceAccumulator(dump.num_layers, dump.num_heads)
-    for table, _ in read_partials(partials, dump, SURFACE_HEADS):
+    for table, _ in read_partials(partials, dump, "surface_heads"):
         accumulator.extend(table)
     frame = accumulator.frame(resamples=resamples, seed=seed)
     return write_labelled_part(frame, output, model=model, checkpoint=checkpoint, corpus=corpus, split=split)

@@ -105,7 +105,7 @@ def compare_dependency(item: PaperItem, model: str, tables: StudyTables, ctx: St
     same = dependency_rows(rows, relation, score, score)
     protocol = held_out_label(select, score) if select != score else same_split_label(score)
     if held_out.empty and same.empty:
-        return [missing_row(f"dependency_best.csv has no row for {label} scored on {score}",
+        return [missing_row(f"{DEPENDENCY_BEST}.csv has no row for {label} scored on {score}",
                             input_protocol=input_protocol(rows))]
     out = []
     for checkpoint in compared_checkpoints(pd.concat([held_out, same]), ctx.role_checkpoints):
@@ -115,7 +115,7 @@ def compare_dependency(item: PaperItem, model: str, tables: StudyTables, ctx: St
         same_text = (f"{same_split_label(score)}: {pct(same_value)}, head {paper_row['head_label']}"
                      if select != score and same_value is not None else "")
         if row is None:
-            out.append(missing_row(f"dependency_best.csv has no row for {label} selected on {select} and scored "
+            out.append(missing_row(f"{DEPENDENCY_BEST}.csv has no row for {label} selected on {select} and scored "
                                    f"on {score}", checkpoint=checkpoint, detail=same_text, input_protocol=inputs))
             continue
         if not _scored(row):
@@ -131,7 +131,7 @@ def compare_dependency(item: PaperItem, model: str, tables: StudyTables, ctx: St
         out.append(found_row(item, row["accuracy"], detail, checkpoint=checkpoint, protocol=protocol,
                              same_split=same_value, same_split_protocol=same_split_label(score),
                              input_protocol=inputs))
-    return out or [missing_row("dependency_best.csv has only the random-init control for this model")]
+    return out or [missing_row(f"{DEPENDENCY_BEST}.csv has only the random-init control for this model")]
 
 
 def compare_coreference(item: PaperItem, model: str, tables: StudyTables,
@@ -150,7 +150,7 @@ def compare_coreference(item: PaperItem, model: str, tables: StudyTables,
     same = chosen[(chosen["select_documents"].astype(str) == "all") & (chosen["score_documents"].astype(str) == "all")]
     inputs = input_protocol(chosen)
     if same.empty:
-        return [missing_row(f"coref_best.csv has no {method} row for {mention} mentions", input_protocol=inputs)]
+        return [missing_row(f"{COREF_BEST}.csv has no {method} row for {mention} mentions", input_protocol=inputs)]
     if method != "head":  # baselines select nothing and do not depend on the checkpoint
         row = same.iloc[0].to_dict()
         if not finite(row.get("accuracy")):
@@ -170,7 +170,7 @@ def compare_coreference(item: PaperItem, model: str, tables: StudyTables,
                         & (chosen["select_documents"].astype(str) != chosen["score_documents"].astype(str))]
         accuracy = pooled(halves, "accuracy")
         if accuracy is None:
-            out.append(missing_row(f"coref_best.csv has no held-out {mention} rows (a head selected on one half of "
+            out.append(missing_row(f"{COREF_BEST}.csv has no held-out {mention} rows (a head selected on one half of "
                                    "the GUM documents and scored on the other) with mentions in both halves",
                                    checkpoint=checkpoint, detail=same_text, input_protocol=inputs))
             continue
@@ -183,7 +183,7 @@ def compare_coreference(item: PaperItem, model: str, tables: StudyTables,
                            else "", input_text(inputs))
         out.append(found_row(item, accuracy, detail, checkpoint=checkpoint, protocol=COREF_HELD_OUT,
                              same_split=same_value, same_split_protocol=COREF_SAME_SPLIT, input_protocol=inputs))
-    return out or [missing_row("coref_best.csv has only the random-init control for this model",
+    return out or [missing_row(f"{COREF_BEST}.csv has only the random-init control for this model",
                                input_protocol=inputs)]
 
 
@@ -205,13 +205,13 @@ def compare_probes(item: PaperItem, model: str, tables: StudyTables, ctx: StudyC
     else:
         names = [checkpoint]
     if not names or rows.empty:
-        return [missing_row(f"probes.csv has no {probe} probe for model {model}", checkpoint=checkpoint or "")]
+        return [missing_row(f"{PROBES}.csv has no {probe} probe for model {model}", checkpoint=checkpoint or "")]
     out = []
     for name in names:
         found = rows[rows["checkpoint"].astype(str) == name]
         if found.empty:
             why = ("the study dumps no random-init checkpoint (attention.checkpoints)" if name == CONTROL
-                   else f"probes.csv has no {probe} probe for checkpoint {name}")
+                   else f"{PROBES}.csv has no {probe} probe for checkpoint {name}")
             out.append(missing_row(why, checkpoint=name))
             continue
         row = found.iloc[0].to_dict()

@@ -56,7 +56,7 @@ def draw_dependency(ax: Any, model: str, tables: StudyTables, items: Sequence[Pa
     rows, why = syntax_rows(tables, DEPENDENCY_BEST, model, ctx)
     checkpoint = main_checkpoint(rows) if rows is not None else None
     if rows is None or checkpoint is None:
-        return not_in_study(ax, title, why or "no pretrained rows in dependency_best.csv")
+        return not_in_study(ax, title, why or f"no pretrained rows in {DEPENDENCY_BEST}.csv")
     rows = rows[rows["checkpoint"].astype(str) == checkpoint]
     # A decoder's rows have none of [C]'s directions: its bars are the causal union, each arc scored in the one
     # direction its causal mask allows (docs/syntax.md), with that union's own offset baseline.
@@ -168,7 +168,7 @@ def draw_coreference(ax: Any, model: str, tables: StudyTables, items: Sequence[P
     rows, why = tables.model_rows(COREF_BEST, model)
     checkpoint = main_checkpoint(rows) if rows is not None else None
     if rows is None or checkpoint is None:
-        return not_in_study(ax, title, why or "no pretrained rows in coref_best.csv")
+        return not_in_study(ax, title, why or f"no pretrained rows in {COREF_BEST}.csv")
     paper = {coref_key(i.item): i.number for i in reference_items(items, "coreference")}
     every = (rows["select_documents"].astype(str) == "all") & (rows["score_documents"].astype(str) == "all")
     halves = ((rows["select_documents"].astype(str) != "all")

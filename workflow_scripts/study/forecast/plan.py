@@ -1,5 +1,6 @@
 """The plan of a study before it runs: its jobs per stage, the bytes of its attention dumps, the examples it passes
-through its models, the time those passes take on this machine, and the GPU memory of its GPU jobs (memory.py).
+through its models, the time those passes take on this machine, and the GPU memory of its GPU jobs
+(study/estimates/memory.py).
 
     python -m workflow_scripts.study.forecast [--configfile FILE ...] [--config KEY=VALUE ...] [--dumps] [--json]
                                  [--rate forward=S,train=S[,storage=S][,params=N] | --no-timing] [--no-network]
@@ -14,9 +15,9 @@ guessed (docs/configuration.md, "Plan a study"). The time is the examples times 
 torch or given with --rate; extraction's, per dump, the larger of that and its GB times seconds per GB written and
 hashed on the results folder's disk or given (timing.py).
 
-Its parts, each a module of this package: the jobs (dry_run.py), the dumps' sizes (sizes.py), the examples passed
-through the models (counts.py), the time (timing.py), the GPU memory (memory.py), the text (text.py); this module
-assembles them and is the command line.
+Its parts, each a module of this package: the jobs (dry_run.py), the examples passed through the models
+(counts.py), the time (timing.py), the text (text.py); the dumps' sizes and the GPU memory are the estimates the run's
+checks read too (study/estimates/: sizes.py, memory.py). This module assembles them and is the command line.
 """
 
 from __future__ import annotations

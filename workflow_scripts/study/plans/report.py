@@ -250,7 +250,7 @@ FINETUNED_ABSENT = ("the study measures no role on this fine-tuned checkpoint: i
                     "finetune_effects.tasks, its causal importance among ablation.tasks, its diagnostics, dependency "
                     "and coreference heads the checkpoint in roles.finetuned (docs/roles.md)")
 SIGNAL_ABSENT = ("the atlas leaves signal subjects out (it sets models' attention weights side by side; "
-                 "tables/signal_comparison.csv compares the signals)")
+                 f"tables/{SIGNAL_COMPARISON}.csv compares the signals)")
 # The pairs whose two subjects may hold the same weights (a seed's twin, a hub revision serving another's files).
 WEIGHT_RELATIONS = ("finetune_seeds", "revision_next", "revision_last")
 

@@ -122,7 +122,7 @@ def plan(study: Study) -> Plan:
     # The diagnostics run the model on their own inputs: one job per model and checkpoint, never per signal; a
     # fine-tuned checkpoint's where roles.finetuned gives it them and its model's pretrained checkpoint has them.
     diagnostic_pairs = list(gradient_pairs)
-    diagnostic_pairs += [(m, c) for m, c in study.finetune.role_analysed(HEAD_DIAGNOSTICS)
+    diagnostic_pairs += [(m, c) for m, c in study.finetune.role_analysed("head_diagnostics")
                          if (m, "pretrained") in gradient_pairs and (m, c) not in diagnostic_pairs]
     # The ICL score beside the induction heads of the head-development figure: each revision of a series.
     icl_points = {point.model: [name, point.revision, point.step]
