@@ -95,3 +95,20 @@ def test_the_zoo_fits_its_gpu_by_the_plans_own_arithmetic():
     largest = max(job["bytes"] for model in summary["models"].values() for job in model["jobs"].values())
     assert summary["limit_gb"] == 80 and 40 * GB < largest < 80 * GB
     assert summary["models"]["llama-3-8b"]["parameters"] == 7_504_924_672
+
+
+def test_a_model_whose_memory_is_not_estimated_says_why(tmp_path):
+    import json
+
+    from workflow_scripts.study.estimates.memory import memory_lines, model_config
+
+    (tmp_path / "config.json").write_text(json.dumps({"num_hidden_layers": 2, "hidden_size": 8}))
+    config, why = model_config("odd", {"path": str(tmp_path), "max_length": 32})
+    assert config is None and why.startswith(f"{tmp_path / 'config.json'} names no model_type: give it")
+    config, why = model_config("nowhere", {"hub": "someone/unrecorded-model", "max_length": 32})
+    assert config is None and why == "no config.json here and none recorded in workflow_scripts/models/known_configs.py"
+    (tmp_path / "config.json").write_text(TINY.to_json_string())
+    config, why = model_config("tiny", {"path": str(tmp_path), "max_length": 32})
+    assert config.num_hidden_layers == 3 and why == ""
+    lines = memory_lines({"limit_gb": None, "models": {}, "unknown": ["odd (its reason)"]})
+    assert lines[-1] == "  not estimated: odd (its reason)"

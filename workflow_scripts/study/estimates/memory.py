@@ -138,16 +138,18 @@ def gpu_estimates(config: dict[str, Any], model: str, shape: ModelShape, tasks: 
     return estimates
 
 
-def model_config(name: str, entry: dict[str, Any]) -> Any | None:
+def model_config(name: str, entry: dict[str, Any]) -> tuple[Any | None, str]:
     """A model's transformers config without network (models/model_config.py: its local config.json, else the
-    recorded one); None where neither is here."""
+    recorded one), or None and why (neither is here; a config.json transformers cannot read, named)."""
     from ...models.model_config import find_config
 
     found = find_config(name, entry)
+    if not found.found:
+        return None, "no config.json here and none recorded in workflow_scripts/models/known_configs.py"
     try:
-        return found.transformers_config() if found.found else None
-    except ValueError:  # a config.json transformers cannot read: its jobs are not estimated
-        return None
+        return found.transformers_config(), ""
+    except ValueError as exc:  # a config.json without a model type: its jobs are not estimated, and why
+        return None, str(exc)
 
 
 def study_estimates(config: dict[str, Any]) -> tuple[dict[str, tuple[ModelShape, list[Estimate]]], list[str]]:
@@ -158,9 +160,9 @@ def study_estimates(config: dict[str, Any]) -> tuple[dict[str, tuple[ModelShape,
     ablated = [t for t in (tasks if ablated is None else ablated) if t in tasks]
     found, unknown = {}, []
     for name in config["study"]["models"]:
-        model_config_ = model_config(name, config["models"][name])
+        model_config_, why = model_config(name, config["models"][name])
         if model_config_ is None:
-            unknown.append(name)
+            unknown.append(f"{name} ({why})")
             continue
         try:
             shape = shape_of(model_config_)
@@ -180,8 +182,8 @@ def gpu_memory_problems(config: dict[str, Any]) -> list[str]:
         return []
     found, unknown = study_estimates(config)
     if unknown:
-        log.warning("gpu_memory_gb: the GPU memory of %s is not estimated (no config.json here and none recorded in "
-                    "workflow_scripts/models/known_configs.py): their jobs are not checked", ", ".join(unknown))
+        log.warning("gpu_memory_gb: the GPU memory of %s is not estimated: their jobs are not checked",
+                    ", ".join(unknown))
     problems = []
     for name, (shape, estimates) in found.items():
         for estimate in estimates:
@@ -218,9 +220,9 @@ def refusal(estimate: Estimate, limit_gb: float, shape: ModelShape, settings: di
 def scaled_rates(config: dict[str, Any], model: str, given: Any) -> dict[str, Any]:
     """Rates measured on a model of ``given.params`` parameters, scaled to ``model``'s parameters: a transformer's
     compute per token is about twice its parameters (its attention's T^2 term aside, small at 128 tokens)."""
-    model_config_ = model_config(model, config["models"][model])
+    model_config_, why = model_config(model, config["models"][model])
     if model_config_ is None:
-        return {"not_timed": "no config.json here and none recorded (models/known_configs.py): its size is unknown"}
+        return {"not_timed": f"{why}: its size is unknown"}
     factor = shape_of(model_config_).parameters / given.params
     return {"forward": given.forward * factor, "train": given.train * factor,
             "how": f"given with --rate for {given.params:.3g} parameters, scaled by {factor:.3g} to this model's"}
@@ -256,5 +258,5 @@ def memory_lines(summary: dict[str, Any], took: dict[str, str] | None = None) ->
         lines.append(f"  {name} ({model['parameters'] / 1e9:.2f} B parameters{time}): {jobs_text}"
                      + (" -- over the limit" if over else ""))
     if summary["unknown"]:
-        lines.append(f"  not estimated (no config.json here, none recorded): {', '.join(summary['unknown'])}")
+        lines.append(f"  not estimated: {', '.join(summary['unknown'])}")
     return lines
