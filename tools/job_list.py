@@ -6,9 +6,11 @@
 
 ``write`` builds the study's DAG as ``snakemake --dry-run --forceall`` does (Snakemake's own API, the profile's
 ``configfile`` and the ``--config`` values on top) and writes every job: its rule, wildcards, input, output and log
-files, params (the code digest apart: it changes with the code by design, docs/contributing.md), resources, threads,
-priority and the report entries of its outputs (caption file, category, subcategory), the workflow's own folder
-written ``<workflow>`` so that two checkouts compare. ``compare`` says which jobs
+files (in order, and by name where the rule names them: entry points read them by name and in order), params (the
+code digest apart: it changes with the code by design, docs/contributing.md), resources, threads (as declared: the
+DAG is built for more cores than any rule asks, so that none is scaled down), priority and the report entries of
+its outputs (caption file, category, subcategory, evaluated as ``snakemake --report`` does), the workflow's own
+folder written ``<workflow>`` so that two checkouts compare. ``compare`` says which jobs
 only one list has and, for the others, the first field that differs; it exits 1 if any job differs. The profiles'
 studies need what their configs name to exist (the offline profile: a ``mirror``); no job runs and nothing is written
 but JOBS.json.
@@ -17,14 +19,19 @@ but JOBS.json.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 DIGEST = "code_digest"
+# More cores than any rule asks for: Snakemake scales a job's threads (and the resources computed from them) down to
+# the cores it is given, which would hide a change above that.
+CORES = 1024
 
 
 def plain(value: Any) -> Any:
@@ -38,16 +45,22 @@ def plain(value: Any) -> Any:
     return str(value)
 
 
-def report_flags(outputs: Any, wildcards: Any) -> dict[str, list[Any]]:
-    """The outputs a job files in the report: path -> [caption file, category, subcategory], a category or
-    subcategory given as a function of the wildcards (as Snakemake allows) evaluated for the job's."""
+def files(named_list: Any) -> dict[str, Any]:
+    """A job's input, output or log files: every file in order, and the named ones by name."""
+    return {"files": plain(list(named_list)), "named": plain(dict(named_list.items()))}
+
+
+def report_flags(job: Any) -> dict[str, list[Any]]:
+    """The outputs a job files in the report: path -> [caption file, category, subcategory], the category and
+    subcategory expanded as ``snakemake --report`` expands them (a function called, wildcards filled in)."""
     from snakemake.io import is_flagged
+    from snakemake.report import expand_report_argument
 
     def of_job(value: Any) -> Any:
-        return plain(value(wildcards) if callable(value) else value)
+        return plain(asyncio.run(expand_report_argument(value, job.wildcards, job)) if value is not None else None)
 
     flags = {}
-    for path in outputs:
+    for path in job.output:
         if is_flagged(path, "report"):
             entry = path.flags["report"]
             caption = os.path.normpath(str(entry.caption)) if entry.caption else None
@@ -84,7 +97,7 @@ def job_list(profile: Path | None, config: list[str], *, configfiles: list[Path]
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a DAG reads no model; the hub's libraries ask no network
     with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
         workflow_api = api.workflow(
-            resource_settings=ResourceSettings(cores=2),
+            resource_settings=ResourceSettings(cores=CORES),
             config_settings=ConfigSettings(configfiles=[*map(Path, profile_configfiles(profile)), *configfiles],
                                            config=parse_config(config)),
             storage_settings=StorageSettings(), workflow_settings=WorkflowSettings(),
@@ -97,13 +110,15 @@ def job_list(profile: Path | None, config: list[str], *, configfiles: list[Path]
             params = dict(job.params.items())
             digest = params.pop(DIGEST, None)
             key = job.rule.name + "".join(f" {k}={v}" for k, v in sorted(job.wildcards_dict.items()))
-            jobs[key] = {"input": sorted(plain(list(job.input))), "output": plain(list(job.output)),
-                         "log": plain(list(job.log)), "params": plain(params), "code_digest": plain(digest),
+            jobs[key] = {"input": files(job.input), "output": files(job.output), "log": files(job.log),
+                         "params": plain(params), "code_digest": plain(digest),
                          "resources": plain({k: v for k, v in job.resources.items() if not k.startswith("_")}),
-                         "threads": job.threads, "priority": job.priority,
-                         "report": report_flags(job.output, job.wildcards)}
-        # The workflow's own folder as <workflow>: two copies of the workflow (two commits) plan comparable jobs.
-        return json.loads(json.dumps(jobs).replace(str(snakefile.parent), "<workflow>"))
+                         "threads": job.threads, "priority": job.priority, "report": report_flags(job)}
+        # The workflow's own folder as <workflow>: two copies of the workflow (two commits) plan comparable jobs. Only
+        # the folder itself or a path in it is replaced, not a longer name it begins.
+        root = re.escape(json.dumps(str(snakefile.parent), ensure_ascii=False)[1:-1])
+        text = re.sub(root + r"(?![\w.-])", "<workflow>", json.dumps(jobs, ensure_ascii=False))
+        return json.loads(text)
 
 
 def compare(before: dict[str, dict], after: dict[str, dict]) -> list[str]:

@@ -162,7 +162,7 @@ def test_a_new_stage_is_a_handful_of_files_and_its_job_plans_and_runs(tiny_study
     add_toy_stage(snakefile.parent)
     # The recipe's promise, counted from what really changed in the copy: the stage list and six new files.
     touched = changed_files(before, file_contents(snakefile.parent))
-    assert len(touched) <= 7, touched
+    assert len(touched) <= 7 and touched == sorted([STAGES_FILE, *NEW_FILES]), touched
     work = copy_study(tiny_study, tmp_path / "study")
     table = work / "results" / "tables" / "token_counts.csv"
     # Only what is missing: the copy's code digests differ from the original's (its stage list changed).
@@ -177,6 +177,15 @@ def test_a_new_stage_is_a_handful_of_files_and_its_job_plans_and_runs(tiny_study
     row = counts.iloc[0]
     assert (row["examples"], row["tokens"]) == (tokens["example_id"].nunique(), len(tokens))
     assert row["special_share"] == float(tokens["special"].mean())
+    # Its report entry, as Snakemake plans it in the copy: the caption file and category its plan declares.
+    jobs_file = tmp_path / "jobs.json"
+    listed = subprocess.run([sys.executable, str(REPO / "tools" / "job_list.py"), "write", str(jobs_file),
+                             "--configfile", str(work / "tiny.yaml"), "--snakefile", str(snakefile),
+                             "--directory", str(work)], capture_output=True, text=True, cwd=work)
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    [(path, entry)] = json.loads(jobs_file.read_text())["token_counts_table"]["report"].items()
+    assert path.endswith("tables/token_counts.csv") and entry[0].endswith("report/token_counts.rst")
+    assert entry[1:] == ["Toy", None]
 
 
 # --- a per-head measure: its science and one registration (docs/contributing.md, "Recipe: add an analysis") ------
