@@ -96,3 +96,18 @@ def test_the_model_card_reads_bin_weights_and_records_the_check(tiny_bert, tmp_p
     with pytest.raises(AtlasError, match=rf"model 'bin' in {folder} is not what it claims: config.json declares "
                                          "model_type 'gpt2'"):
         describe_model("bin", {"path": str(folder)}, tmp_path / "bin.json", offline=True)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('{"model_type": "bert",\n "vocab_size": 30522,', "is not valid JSON (line 2, column 22: Expecting property "
+                                                     "name enclosed in double quotes); mend it"),
+    ('["bert"]', "holds a JSON list, not the object of a model's config"),
+    (b'{"model_type": "\xff"}', "is not UTF-8 text (invalid start byte at byte 16)"),
+])
+def test_a_damaged_config_json_is_named_with_where_it_breaks(tiny_bert, tmp_path, text, expected):
+    folder = _copy(tiny_bert, tmp_path / "bad")
+    config = folder / "config.json"
+    config.write_bytes(text if isinstance(text, bytes) else text.encode())
+    message = folder_problem("bad", "models.bad.path", folder)
+    assert message.startswith(f"config key 'models.bad.path': model 'bad' in {folder} is not what it claims: "
+                              f"{config} {expected}"), message

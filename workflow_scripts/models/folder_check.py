@@ -44,7 +44,22 @@ def check_model_folder(directory: str | Path, *, read_bin: bool = False) -> Fold
     model card's job), where the config checks read safetensors headers only."""
     directory = Path(directory)
     result = FolderCheck()
-    config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    config_file = directory / "config.json"
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:  # a damaged or hand-edited file: where, so that it can be mended
+        result.problems.append(f"{config_file} is not valid JSON (line {error.lineno}, column {error.colno}: "
+                               f"{error.msg}); mend it, or save the config again with "
+                               "model.config.save_pretrained(DIR)")
+        return result
+    except UnicodeDecodeError as error:
+        result.problems.append(f"{config_file} is not UTF-8 text ({error.reason} at byte {error.start}); save the "
+                               "config again with model.config.save_pretrained(DIR)")
+        return result
+    if not isinstance(config, dict):
+        result.problems.append(f"{config_file} holds a JSON {type(config).__name__}, not the object of a model's "
+                               "config; save the config again with model.config.save_pretrained(DIR)")
+        return result
     vocab = config.get("vocab_size")
     vocab = vocab if isinstance(vocab, int) and not isinstance(vocab, bool) else None
     _check_tokenizer(directory, vocab, result)

@@ -93,8 +93,8 @@ def _max_length_problems(config: dict[str, Any], name: str) -> list[str]:
     entry = config["models"][name]
     limit = local_position_limit(name, entry)
     if limit is None:
-        log.info("model %s: no local config.json (hub cache) yet; its max_length is checked when it is loaded",
-                 name)
+        log.info("model %s: no position limit known from local files (a hub model not in the hub cache yet, or a "
+                 "config.json without max_position_embeddings); its max_length is checked when it is loaded", name)
         return []
     finetune = config["finetune"]
     uses_model = f", or null to use 'models.{name}.max_length'"
