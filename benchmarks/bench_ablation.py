@@ -35,12 +35,12 @@ sys.path.insert(0, str(REPO))
 
 from workflow_scripts.ablation.disabling import TaskScorer, dev_examples  # noqa: E402 - the repository is on sys.path only from here
 from workflow_scripts.ablation.heads import MODES  # noqa: E402 - as above
+from workflow_scripts.core.schema import section_properties  # noqa: E402 - as above
 from workflow_scripts.data.entries import task_spec  # noqa: E402 - as above
 from workflow_scripts.data.registry import GLUE_TASKS  # noqa: E402 - as above
 from workflow_scripts.finetune.task_data import TaskData, load_split, subset  # noqa: E402 - as above
 from workflow_scripts.finetune.training import evaluate  # noqa: E402 - as above
 from workflow_scripts.models.checkpoints import read_manifest  # noqa: E402 - as above
-from workflow_scripts.study.checks import load_schema  # noqa: E402 - as above
 
 STUDY = Path("/work/study/after")
 DEFAULT_CHECKPOINT = STUDY / "checkpoints" / "all-MiniLM-L6-v2" / "cola.seed42.final" / "checkpoint.json"
@@ -49,7 +49,7 @@ DEFAULT_DEV = STUDY / "data" / "cola" / "dev.parquet"
 
 def ablation_defaults() -> dict:
     """The ablation section's defaults as the config schema sets them."""
-    fields = load_schema(REPO / "schemas" / "config.schema.yaml")["properties"]["ablation"]["properties"]
+    fields = section_properties("ablation")
     return {name: field["default"] for name, field in fields.items() if "default" in field}
 
 

@@ -64,8 +64,8 @@ from workflow_scripts.attention.extract import (  # noqa: E402 - the repository 
 from workflow_scripts.attention.signals import SIGNALS  # noqa: E402 - as above
 from workflow_scripts.attention.streams import in_order, stream_threads  # noqa: E402 - as above
 from workflow_scripts.core.file_records import file_sha256  # noqa: E402 - as above
+from workflow_scripts.core.schema import section_properties  # noqa: E402 - as above
 from workflow_scripts.models.checkpoints import write_manifest  # noqa: E402 - as above
-from workflow_scripts.study.checks import load_schema  # noqa: E402 - as above
 
 DEFAULT_TOKENS = REPO / "results" / "tokens" / "all-MiniLM-L6-v2" / "wiki" / "segments.parquet"
 # Extraction writes the examples as this many shards, each batched within its own positions; the bare passes run the
@@ -76,7 +76,7 @@ BENCH_SHARDS = 4
 
 def attention_defaults() -> dict:
     """The attention section's defaults as the config schema sets them."""
-    fields = load_schema(REPO / "schemas" / "config.schema.yaml")["properties"]["attention"]["properties"]
+    fields = section_properties("attention")
     return {name: field["default"] for name, field in fields.items() if "default" in field}
 
 

@@ -44,12 +44,12 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 # After the environment's setting; the repository is on sys.path only from here.
-from workflow_scripts.data.entries import task_spec  # noqa: E402
+from workflow_scripts.core.schema import section_properties  # noqa: E402
+from workflow_scripts.data.entries import task_spec  # noqa: E402 - as above
 from workflow_scripts.finetune.task_data import TaskData, epoch_batches, load_split, subset  # noqa: E402 - as above
 from workflow_scripts.finetune.tasks import task_settings  # noqa: E402 - as above
 from workflow_scripts.finetune.training import finetune, resolve_device  # noqa: E402 - as above
 from workflow_scripts.models.checkpoints import write_manifest  # noqa: E402 - as above
-from workflow_scripts.study.checks import load_schema  # noqa: E402 - as above
 
 DEFAULT_DATA = REPO / "results" / "data" / "sst2"
 TASK = task_spec("sst2", {"glue": "sst2"})
@@ -64,7 +64,7 @@ TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "spec
 
 def finetune_defaults() -> dict:
     """The fine-tuning section's defaults as the config schema sets them."""
-    fields = load_schema(REPO / "schemas" / "config.schema.yaml")["properties"]["finetune"]["properties"]
+    fields = section_properties("finetune")
     return {name: field["default"] for name, field in fields.items() if "default" in field}
 
 

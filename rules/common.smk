@@ -1,6 +1,7 @@
 # Validate the config, then build the study model (workflow_scripts/study/model.py) once: every rule
-# file reads STUDY (and the helpers of its own file) and TABLE (the tables' names, each written once:
-# workflow_scripts/core/table_names.py), nothing else; rule all's inputs come from STUDY.
+# file reads STUDY (and the helpers of its own file), TABLE (the tables' names, each written once:
+# workflow_scripts/core/table_names.py) and the constants of its own stage's plan (its figures' names, its
+# ANALYSES), never another rule file's names; rule all's inputs come from STUDY.
 import sys
 from pathlib import Path
 

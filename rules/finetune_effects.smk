@@ -21,7 +21,7 @@ rule pattern_features:
     input:
         unpack(STUDY.finetune_effects.dump),
     output:
-        STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "pattern_features.parquet"),
+        STUDY.finetune_effects.part("{model}", "{checkpoint}", "{corpus}", "pattern_features.parquet"),
     log:
         STUDY.paths.log("finetune_effects", "{model}_{checkpoint}_{corpus}_pattern_features"),
     conda:
@@ -41,7 +41,7 @@ rule pattern_label_seed:
     input:
         features=STUDY.finetune_effects.pattern_label_features,
     output:
-        STUDY.paths.analysis("finetune_effects", "{model}", "pattern_labels_seed.csv"),
+        STUDY.finetune_effects.model_file("{model}", "pattern_labels_seed.csv"),
     log:
         STUDY.paths.log("finetune_effects", "{model}_pattern_label_seed"),
     conda:
@@ -63,10 +63,10 @@ rule pattern_cnn:
     input:
         unpack(STUDY.finetune_effects.pattern_cnn),
     output:
-        model=STUDY.paths.analysis("finetune_effects", "{model}", "pattern_cnn.safetensors"),
-        model_info=STUDY.paths.analysis("finetune_effects", "{model}", "pattern_cnn.json"),
-        labels=STUDY.paths.analysis("finetune_effects", "{model}", "pattern_labels.csv"),
-        metrics=STUDY.paths.analysis("finetune_effects", "{model}", f"{TABLE.PATTERN_CLASSIFIER}.csv"),
+        model=STUDY.finetune_effects.model_file("{model}", "pattern_cnn.safetensors"),
+        model_info=STUDY.finetune_effects.model_file("{model}", "pattern_cnn.json"),
+        labels=STUDY.finetune_effects.model_file("{model}", "pattern_labels.csv"),
+        metrics=STUDY.finetune_effects.model_file("{model}", f"{TABLE.PATTERN_CLASSIFIER}.csv"),
     log:
         STUDY.paths.log("finetune_effects", "{model}_pattern_cnn"),
     conda:
@@ -89,7 +89,7 @@ rule pattern_classes_part:
     input:
         unpack(STUDY.finetune_effects.pattern_classes),
     output:
-        STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", f"{TABLE.PATTERN_CLASSES}.csv"),
+        STUDY.finetune_effects.part("{model}", "{checkpoint}", "{corpus}", f"{TABLE.PATTERN_CLASSES}.csv"),
     log:
         STUDY.paths.log("finetune_effects", "{model}_{checkpoint}_{corpus}_pattern_classes"),
     conda:
@@ -111,7 +111,7 @@ rule finetune_change_part:
         unpack(STUDY.finetune_effects.dump),
         pretrained=STUDY.finetune_effects.pretrained_dump,
     output:
-        STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", f"{TABLE.FINETUNE_CHANGE}.csv"),
+        STUDY.finetune_effects.part("{model}", "{checkpoint}", "{corpus}", f"{TABLE.FINETUNE_CHANGE}.csv"),
     log:
         STUDY.paths.log("finetune_effects", "{model}_{checkpoint}_{corpus}_finetune_change"),
     wildcard_constraints:
@@ -135,8 +135,8 @@ rule lexical_counts:
         unpack(STUDY.finetune_effects.dump),
         annotation=STUDY.finetune_effects.dev_annotation,
     output:
-        counts=STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "lexical_counts.npz"),
-        summary=STUDY.paths.analysis("finetune_effects", "{model}", "{checkpoint}", "{corpus}", "lexical_counts.json"),
+        counts=STUDY.finetune_effects.part("{model}", "{checkpoint}", "{corpus}", "lexical_counts.npz"),
+        summary=STUDY.finetune_effects.part("{model}", "{checkpoint}", "{corpus}", "lexical_counts.json"),
     log:
         STUDY.paths.log("finetune_effects", "{model}_{checkpoint}_{corpus}_lexical_counts"),
     conda:

@@ -2,6 +2,9 @@
 # Models (METHODS 1, 3): resolve every selected model (hub id, local path or package folder), record what it
 # is, and make its pretrained and random-init checkpoints.
 
+# The stage's plan, asked by name: STUDY.models is the list of the study's models.
+MODELS_PLAN = STUDY.stage("models")
+
 # The rules that may reach the hub (the model card fetches a hub model whole, weights included, into the
 # Hugging Face cache) run on the node Snakemake runs on, under a cluster profile the login node, where the
 # internet is; later jobs load the weights from the cache. Offline (e.g. after the prefetch) nothing downloads
@@ -26,7 +29,7 @@ rule model_card:
         mem_mb=2000,
         runtime=30,
     params:
-        entry=STUDY.stage("models").model_source,
+        entry=MODELS_PLAN.model_source,
         offline=STUDY.offline,
     script:
         "scripts/entry.py"
@@ -36,7 +39,7 @@ rule models_table:
     input:
         expand(STUDY.paths.model_card("{model}"), model=STUDY.models),
     output:
-        STUDY.stage("models").report_table(TABLE.MODELS),
+        MODELS_PLAN.report_table(TABLE.MODELS),
     log:
         STUDY.paths.log("models", "models_table"),
     conda:
@@ -67,7 +70,7 @@ rule pretrained_checkpoint:
         mem_mb=1000,
         runtime=10,
     params:
-        entry=STUDY.stage("models").model_source,
+        entry=MODELS_PLAN.model_source,
     script:
         "scripts/entry.py"
 
@@ -86,7 +89,7 @@ rule random_checkpoint:
         mem_mb=4000,
         runtime=20,
     params:
-        entry=STUDY.stage("models").model_source,
+        entry=MODELS_PLAN.model_source,
         seed=STUDY.config["checkpoints"]["random_seed"],
         offline=STUDY.offline,
     script:

@@ -49,7 +49,7 @@ rule surface_heads_part:
             allow_missing=True,
         ),
     output:
-        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", f"{TABLE.SURFACE_HEADS}.csv"),
+        STUDY.surface.table_part("{model}", "{checkpoint}", TABLE.SURFACE_HEADS),
     log:
         STUDY.paths.log("surface", "{model}_{checkpoint}_surface_heads"),
     conda:
@@ -71,7 +71,7 @@ rule sep_gradient_part:
     input:
         unpack(STUDY.surface.sep_gradient),
     output:
-        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", f"{TABLE.SEP_GRADIENT}.csv"),
+        STUDY.surface.table_part("{model}", "{checkpoint}", TABLE.SEP_GRADIENT),
     log:
         STUDY.paths.log("surface", "{model}_{checkpoint}_sep_gradient"),
     conda:
@@ -98,9 +98,9 @@ rule sep_gradient_part:
 rule head_clusters_part:
     input:
         unpack(STUDY.surface.dump),
-        surface=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", f"{TABLE.SURFACE_HEADS}.csv"),
+        surface=STUDY.surface.table_part("{model}", "{checkpoint}", TABLE.SURFACE_HEADS),
     output:
-        clusters=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", f"{TABLE.HEAD_CLUSTERS}.csv"),
+        clusters=STUDY.surface.table_part("{model}", "{checkpoint}", TABLE.HEAD_CLUSTERS),
         distances=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "head_distances.csv"),
     log:
         STUDY.paths.log("surface", "{model}_{checkpoint}_head_clusters"),
@@ -149,7 +149,7 @@ rule attention_distance_part:
             allow_missing=True,
         ),
     output:
-        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", f"{TABLE.ATTENTION_DISTANCE}.csv"),
+        STUDY.surface.table_part("{model}", "{checkpoint}", TABLE.ATTENTION_DISTANCE),
     log:
         STUDY.paths.log("surface", "{model}_{checkpoint}_attention_distance"),
     conda:
@@ -199,7 +199,7 @@ rule head_measure_part:
             allow_missing=True,
         ),
     output:
-        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", "{measure}.csv"),
+        STUDY.surface.table_part("{model}", "{checkpoint}", "{measure}"),
     log:
         STUDY.paths.log("surface", "{model}_{checkpoint}_{measure}"),
     wildcard_constraints:
@@ -252,8 +252,8 @@ rule head_diagnostics_part:
         checkpoint=STUDY.surface.checkpoint_manifest,
         tokens=STUDY.surface.token_table,
     output:
-        diagnostics=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", f"{TABLE.HEAD_DIAGNOSTICS}.csv"),
-        halves=STUDY.paths.analysis("surface", "{model}", "{checkpoint}", f"{TABLE.HEAD_DIAGNOSTICS_HALVES}.csv"),
+        diagnostics=STUDY.surface.table_part("{model}", "{checkpoint}", TABLE.HEAD_DIAGNOSTICS),
+        halves=STUDY.surface.table_part("{model}", "{checkpoint}", TABLE.HEAD_DIAGNOSTICS_HALVES),
     log:
         STUDY.paths.log("surface", "{model}_{checkpoint}_head_diagnostics"),
     conda:
@@ -275,13 +275,9 @@ rule head_diagnostics_part:
 
 rule head_diagnostics_table:
     input:
-        parts=[
-            STUDY.paths.analysis("surface", m, c, f"{TABLE.HEAD_DIAGNOSTICS}.csv")
-            for m, c in STUDY.surface.diagnostic_pairs
-        ],
+        parts=[STUDY.surface.table_part(m, c, TABLE.HEAD_DIAGNOSTICS) for m, c in STUDY.surface.diagnostic_pairs],
         halves=[
-            STUDY.paths.analysis("surface", m, c, f"{TABLE.HEAD_DIAGNOSTICS_HALVES}.csv")
-            for m, c in STUDY.surface.diagnostic_pairs
+            STUDY.surface.table_part(m, c, TABLE.HEAD_DIAGNOSTICS_HALVES) for m, c in STUDY.surface.diagnostic_pairs
         ],
     output:
         diagnostics=STUDY.surface.report_table(TABLE.HEAD_DIAGNOSTICS),
@@ -307,7 +303,7 @@ rule icl_score_part:
         checkpoint=STUDY.surface.checkpoint_manifest,
         tokens=STUDY.surface.token_table,
     output:
-        STUDY.paths.analysis("surface", "{model}", "{checkpoint}", f"{TABLE.ICL_SCORE}.csv"),
+        STUDY.surface.table_part("{model}", "{checkpoint}", TABLE.ICL_SCORE),
     log:
         STUDY.paths.log("surface", "{model}_{checkpoint}_icl_score"),
     conda:

@@ -28,7 +28,6 @@ from workflow_scripts.attention.shards import (
 from workflow_scripts.attention.signals import forward_attentions
 from workflow_scripts.attention.texts import TEXT
 from workflow_scripts.attention.tokens import build_token_table, token_words
-from workflow_scripts.core.batches import length_batches
 from workflow_scripts.core.errors import AtlasError
 from workflow_scripts.core.file_records import (
     GrowingFileDigest,
@@ -160,15 +159,6 @@ def test_a_model_without_attention_weights_is_refused(tiny_bert):
     else:  # some versions fall back to eager when weights are requested; then they must be real maps
         maps = forward_attentions(model, encoded["input_ids"], encoded["attention_mask"], None)
         np.testing.assert_allclose(maps.float().sum(-1).numpy(), 1.0, atol=5e-3)  # float16 maps
-
-
-def test_batches_group_similar_lengths_and_respect_the_token_budget():
-    lengths = np.array([5, 50, 6, 49, 7, 48, 8])
-    batches = length_batches(lengths, max_items=3, max_total=100)
-    assert sorted(np.concatenate(batches).tolist()) == list(range(7))
-    for batch in batches:
-        assert len(batch) <= 3 and lengths[batch].max() * len(batch) <= 100
-    assert [sorted(lengths[b].tolist()) for b in batches][0] == [5, 6, 7]
 
 
 def test_shard_batches_stay_within_their_shard_and_cover_it_once():

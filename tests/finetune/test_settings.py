@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 
 import workflow_scripts.finetune.tasks as tasks
+from support.config_checks import NOT_PER_TASK
 from support.resolved_config import typed
 from workflow_scripts.core.schema import section_properties
 from workflow_scripts.finetune.tasks import (
@@ -78,7 +79,7 @@ def test_per_task_takes_every_run_setting_and_overrides_the_global_value():
     from workflow_scripts.study.checks import resolve_config
 
     schemas = {key: entry for key, entry in section_properties("finetune").items()
-               if key not in ("tasks", "per_task", "threads", "mem_mb", "runtime")}
+               if key not in NOT_PER_TASK}
     assert set(schemas) == set(run_setting_schemas()) | {"seeds"}
     values = {key: another_value(entry) for key, entry in schemas.items()}
     for key, value in values.items():

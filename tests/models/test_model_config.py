@@ -83,3 +83,19 @@ def test_a_config_without_a_model_type_is_refused_by_name_when_transformers_need
     found = find_config("odd", _folder(tmp_path, keys))
     with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'config.json'} names no model_type: give it")):
         found.transformers_config()
+
+
+def test_a_damaged_config_json_is_not_taken_for_a_missing_one(tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "bert",')
+    found = find_config("bad", {"path": str(tmp_path)})
+    assert not found.found and not found.from_local_file and found.path == str(tmp_path / "config.json")
+    assert found.source == (f"{tmp_path / 'config.json'} is not a readable JSON object (the config checks say where "
+                            "it breaks)")
+
+
+def test_a_model_type_transformers_does_not_know_is_named_with_its_file(tmp_path):
+    found = find_config("odd", _folder(tmp_path, {**TINY, "model_type": "bertt"}))
+    assert found.from_local_file
+    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'config.json'}: model_type 'bertt' is not one "
+                                                   "transformers")):
+        found.transformers_config()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from snakemake.cli import parse_config
 
-from support.config_checks import schema_error, semantic_error, with_defaults
+from support.config_checks import NOT_PER_TASK, schema_error, semantic_error, with_defaults
 from support.paths import SCHEMA_PATH
 from workflow_scripts.study.checks import check_schema, check_semantics, coerce_to_schema, load_schema
 
@@ -116,9 +116,6 @@ def test_several_errors_are_all_reported(config, schema):
 
 
 # --- finetune.per_task: any run setting of finetune, checked as there --------------------------------------------
-
-NOT_PER_TASK = ("tasks", "per_task", "threads", "mem_mb", "runtime")  # finetune keys that are not set per run
-
 
 def _per_task_keys(schema: dict) -> list[str]:
     return [key for key in schema["properties"]["finetune"]["properties"] if key not in NOT_PER_TASK]

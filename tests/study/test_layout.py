@@ -80,10 +80,17 @@ def test_report_captions_name_their_stage_and_no_rule_file_types_one():
         assert not typed, f"rules/{smk.name} types {typed}: ask the stage's plan (STUDY.<stage>.report_table, ...)"
 
 
+TYPED_FIGURE = r"(?:report_figure|figure_file)\(\s*[\"'f]|\bpaths\.figure\("
+
+
 def test_no_rule_file_types_a_figure_name():
     # A figure is named once, in its plan (a constant its rule file imports), and its files are the plan's.
+    for typed in ('STUDY.surface.report_figure("entropy")', 'STUDY.surface.figure_file("entropy", "pdf")',
+                  'STUDY.paths.figure("surface", "entropy", "pdf")'):
+        assert re.findall(TYPED_FIGURE, typed), typed
+    assert not re.findall(TYPED_FIGURE, 'STUDY.surface.figure_file(ENTROPY_FIGURE, "pdf")')
     for smk in (REPO / "rules").glob("*.smk"):
-        typed = re.findall(r"report_figure\(\s*[\"'f]|\bpaths\.figure\(", smk.read_text())
+        typed = re.findall(TYPED_FIGURE, smk.read_text())
         assert not typed, f"rules/{smk.name} types {typed}: use the plan's constant and STUDY.<stage>.figure_file"
 
 

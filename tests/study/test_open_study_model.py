@@ -8,6 +8,7 @@ import pytest
 
 from support.study_configs import MODEL, one_model, study_of
 from workflow_scripts.core.errors import ConfigError
+from workflow_scripts.study.annotation import annotation_settings
 
 
 def _ptb(folder: Path) -> dict:
@@ -154,7 +155,7 @@ def test_a_tasks_own_annotator_brings_its_own_models_and_annotation_never_reruns
               "pretokenized": True, "annotator": {"tool": "stanza", "stanza_dir": str(tmp_path)}}
     study = study_of({**one_model(tasks=["german"], wiki=False), "tasks": {"german": german},
                       "annotation": {"annotator": "stanza", "stanza_models": english}})
-    settings = study.annotation("german")
+    settings = annotation_settings(study.config, study.corpora, "german")
     assert settings["annotator"] == "stanza:de" and settings["stanza_models"] is None
     assert settings["stanza_dir"] == str(tmp_path) and settings["pretokenized"] is True
     params = study.task_spec("german").params()

@@ -106,9 +106,10 @@ def test_a_model_whose_memory_is_not_estimated_says_why(tmp_path):
     config, why = model_config("odd", {"path": str(tmp_path), "max_length": 32})
     assert config is None and why.startswith(f"{tmp_path / 'config.json'} names no model_type: give it")
     config, why = model_config("nowhere", {"hub": "someone/unrecorded-model", "max_length": 32})
-    assert config is None and why == "no config.json here and none recorded in workflow_scripts/models/known_configs.py"
+    assert config is None and why == ("no config.json of someone/unrecorded-model in the hub cache, and the hub is not "
+                                      "asked here (offline, --no-network, or a check before any job)")
     (tmp_path / "config.json").write_text(TINY.to_json_string())
     config, why = model_config("tiny", {"path": str(tmp_path), "max_length": 32})
-    assert config.num_hidden_layers == 3 and why == ""
+    assert config.num_hidden_layers == 3 and why == "its config.json"
     lines = memory_lines({"limit_gb": None, "models": {}, "unknown": ["odd (its reason)"]})
     assert lines[-1] == "  not estimated: odd (its reason)"

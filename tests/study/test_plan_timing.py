@@ -80,7 +80,7 @@ def test_a_hub_model_not_here_is_built_from_its_known_config_or_not_timed():
     assert (config.num_hidden_layers, config.hidden_size, config.vocab_size) == (12, 768, 30522)
     assert source in ("its config.json in the hub cache", "the hub's config.json as models/known_configs.py records it")
     with pytest.raises(NotTimed, match="no config.json of nobody/no-such-model in the hub cache, and the hub is not "
-                                       "asked offline or with --no-network"):
+                                       r"asked here \(offline, --no-network"):
         model_config(study, "nowhere", network=False)
 
 

@@ -1,6 +1,6 @@
 """Examples grouped by similar length, so that little work goes to padding: extraction's batches (a batch costs
-its longest example's tokens per example) and the probes' and dependency scoring's (a sentence of n words is an
-(n+1) x (n+1) array, padded to the batch's longest)."""
+its longest example's tokens per example) and the probes' (a sentence of n words is an (n+1) x (n+1) array, padded
+to the batch's longest)."""
 
 from __future__ import annotations
 

@@ -50,6 +50,12 @@ def load_schema(path: str | Path) -> dict[str, Any]:
 
 
 @functools.cache
+def config_schema() -> dict[str, Any]:
+    """The project's schema (:data:`SCHEMA_PATH`, as :func:`load_schema` makes it), parsed once per process: the
+    config checks and every stage read this one copy, and none changes it."""
+    return load_schema(SCHEMA_PATH)
+
+
 def section_properties(section: str) -> dict[str, Any]:
-    """The schema entries of the keys of config section ``section`` (e.g. 'finetune'), read once per process."""
-    return load_schema(SCHEMA_PATH)["properties"][section]["properties"]
+    """The schema entries of the keys of config section ``section`` (e.g. 'finetune')."""
+    return config_schema()["properties"][section]["properties"]

@@ -195,7 +195,7 @@ def _download_path(download_dir: str | Path, url: str) -> Path:
     parsed = urlparse(url)
     root = Path(download_dir)
     path = root / (parsed.netloc or "local") / parsed.path.lstrip("/")
-    # Config validation already refuses '..' in URLs (study/path_names.py); this holds for any caller.
+    # Config validation already refuses '..' in URLs (study/checks/path_names.py); this holds for any caller.
     if ".." in Path(parsed.path).parts or not path.resolve().is_relative_to(root.resolve()):
         raise AtlasError(f"download URL {url!r} would be saved outside the downloads folder {root} ('..' in "
                          "its path); give the file's real URL")

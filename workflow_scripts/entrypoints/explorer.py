@@ -39,5 +39,5 @@ def head_explorer(smk: Any) -> None:
 def explorer_index(smk: Any) -> None:
     from ..explorer.index import index_page
 
-    index_page(list(smk.params.models), list(smk.params.pages), smk.input.get(MODELS), smk.output[0],
+    index_page(list(smk.params.models), list(smk.params.pages), smk.input[MODELS], smk.output[0],
                atlas=smk.input.get(ATLAS), agreement=smk.input.get(ROLE_AGREEMENT), treebank=smk.params.treebank)

@@ -103,7 +103,7 @@ def atlas(smk: Any) -> None:
     parameters = {model: parameter_count(read_manifest(manifest, verify=False)["load_from"])
                   for model, manifest in zip(p.random_models, listed(smk.input.get("random_checkpoints")),
                                              strict=True)}
-    atlas_tables(smk.input.get(MODELS), smk.output.atlas, smk.output.halves,
+    atlas_tables(smk.input[MODELS], smk.output.atlas, smk.output.halves,
                  family_of=lambda model_type: family_of(model_type).name,
                  tables={name: smk.input.get(name) for name in ATLAS_INPUTS}, patterns=patterns,
                  parameters=parameters, revisions=p.revisions, treebank=p.treebank, select_split=p.select_split,

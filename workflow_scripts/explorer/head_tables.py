@@ -26,7 +26,7 @@ from ..core.errors import AtlasError
 from ..core.io import read_csv
 from ..core.labels import CAUSAL_UNION, DEP_TO_HEAD
 from ..models.families import declared_causal
-from ..models.shape import ModelShape
+from ..models.shape import ModelShape, models_row_shape
 
 DIGITS = 4
 PRETRAINED = "pretrained"
@@ -42,13 +42,13 @@ ALL_RELATIONS = "all"
 
 
 def models_table_shape(models_table: str | Path, model: str) -> ModelShape:
-    """Layers and heads of ``model`` (models/shape.py's record) from tables/models.csv, which the model cards fill."""
-    rows = read_csv(models_table)
-    rows = rows[rows["name"].astype(str) == model]
-    if rows.empty:
-        raise AtlasError(f"{models_table}: no row for model {model!r}")
-    return ModelShape(layers=int(rows["num_layers"].iloc[0]), heads=int(rows["num_heads"].iloc[0]),
-                      source=str(models_table))
+    """``model``'s shape (models/shape.py's record) from tables/models.csv, which the model cards fill; an error
+    naming the table where it has no layers and heads for the model."""
+    shape = models_row_shape(read_csv(models_table), model, source=str(models_table))
+    if shape.layers_heads is None:
+        raise AtlasError(f"{models_table}: no num_layers and num_heads for model {model!r} (its model card's row "
+                         "fills them: run the workflow again, and it rebuilds the card and the table)")
+    return shape
 
 
 def is_decoder(models_table: str | Path, model: str) -> bool:

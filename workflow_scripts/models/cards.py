@@ -1,10 +1,12 @@
-"""Models from three places: a hub id, a local directory, or a folder an installed package ships.
+"""A model's card (``models/{model}/model.json``: what the model is, as its job loaded it) and the checks of a model
+entry that read its local config.json before any job (its position limit, whether its family declares where its
+attention is).
 
-A model entry names exactly one of ``hub``, ``path`` or ``package`` (with ``subdir``, the
-folder inside the package). The functions here raise plain errors about the entry they
-are given; workflow_scripts/study/checks/__init__.py checks local paths and packages before any job
-runs and names the config key. A hub id can only be checked by downloading it, which
-happens in the model's own job and fails there with a message naming the offline options.
+A model entry names exactly one of ``hub``, ``path`` or ``package`` (with ``subdir``, the folder inside the
+package): ``locations.py`` finds its folder and ``model_config.py`` its config.json. The functions here raise plain
+errors about the entry they are given; the config checks (workflow_scripts/study/checks/semantics.py) check local
+paths and packages before any job runs and name the config key. A hub id can only be checked by downloading it,
+which happens in the model's own job and fails there with a message naming the offline options.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from ..core.errors import AtlasError, SourceUnavailableError
 from ..core.io import write_json
 from .families import family_of
 from .folder_check import check_model_folder
-from .known_configs import RECORDED
 from .locations import model_location
 from .model_config import find_config
 
@@ -54,7 +55,7 @@ def position_limit(model_config: dict[str, Any], tokenizer_max_length: Any = Non
 def local_position_limit(name: str, entry: dict[str, Any]) -> tuple[int, str] | None:
     """``position_limit`` of a model entry from local files only (None when its config.json is not local)."""
     found = find_config(name, entry)
-    if not found.found or found.source == RECORDED:
+    if not found.from_local_file:
         return None
     return position_limit(found.keys, found.tokenizer_keys.get("model_max_length"))
 
@@ -64,7 +65,7 @@ def undeclared_attention(name: str, entry: dict[str, Any]) -> str | None:
     no ``norm``, no head ablation), read from local files only; None when it does, or when its config.json is not
     local (the job that loads it then says so)."""
     found = find_config(name, entry)
-    model_type = (found.keys or {}).get("model_type") if found.source != RECORDED else None
+    model_type = found.keys.get("model_type") if found.from_local_file else None
     if isinstance(model_type, str) and family_of(model_type).attention_layers is None:
         return model_type
     return None

@@ -8,9 +8,11 @@ comes from"); each answer says where it came from.
 4. the hub itself, only where the caller allows it (:func:`~.shape.may_ask_hub`: network allowed, the study not
    offline, HF_HUB_OFFLINE unset).
 
-The forecast (its sizes, time and GPU memory), the config checks (max_length against the model's positions, a
-family's attention) and the model cards' checks all ask here: :func:`find_config`. A config.json is read once per
-file version (its path, size and modification time), so a check that asks again re-derives nothing.
+The forecast (its sizes, time and GPU memory), the estimates the run reads (``study/estimates/``) and the config
+checks (max_length against the model's positions, a family's attention: ``cards.py``) all ask here:
+:func:`find_config`. It reads a config.json once per file version (its path, size and modification time), so a
+check that asks again re-derives nothing. (The folder check, ``folder_check.py``, reads the file itself, to say
+where a damaged one breaks; the card's job loads it with transformers.)
 """
 
 from __future__ import annotations
@@ -44,19 +46,31 @@ class FoundConfig:
     def found(self) -> bool:
         return self.keys is not None
 
+    @property
+    def from_local_file(self) -> bool:
+        """The keys come from a config.json on this machine (its folder, its package, the hub cache), not from the
+        recorded configs or the hub: what the config checks may hold a model to before any job."""
+        return self.keys is not None and self.path is not None
+
     def shape(self) -> ModelShape:
         """The model's shape (models/shape.py); every number None where no config was found."""
         return ModelShape.from_config(self.keys or {}, source=self.source)
 
     def transformers_config(self) -> Any:
         """The keys as a transformers config of their model type (transformers' defaults for the keys not given)."""
-        from transformers import AutoConfig
+        import transformers
+        from transformers import CONFIG_MAPPING, AutoConfig
 
         keys = dict(self.keys or {})
         if not isinstance(keys.get("model_type"), str):
             raise ValueError(f"{self.path or self.source} names no model_type: give it the model's type as "
                              'transformers names it (e.g. "model_type": "bert")')
-        return AutoConfig.for_model(keys.pop("model_type"), **keys)
+        model_type = keys.pop("model_type")
+        if model_type not in CONFIG_MAPPING:  # transformers' own error lists every type it knows (hundreds)
+            raise ValueError(f"{self.path or self.source}: model_type {model_type!r} is not one transformers "
+                             f"{transformers.__version__} knows; give the type transformers names the model by "
+                             '(e.g. "bert", "gpt2")')
+        return AutoConfig.for_model(model_type, **keys)
 
 
 def _cached_hub_file(entry: dict[str, Any], filename: str) -> str | None:
@@ -72,14 +86,15 @@ def _cached_hub_file(entry: dict[str, Any], filename: str) -> str | None:
 
 
 def _local_files(name: str, entry: dict[str, Any]) -> tuple[str | None, str | None, str]:
-    """(config.json, tokenizer_config.json, where, in words) of a model entry on this machine; None: not here."""
+    """(config.json, tokenizer_config.json, where, in words) of a model entry on this machine; None: not here, and
+    then ``where`` is the folder the entry names (its package's where the package is installed)."""
     if entry.get("hub"):
         files = [_cached_hub_file(entry, f) for f in ("config.json", "tokenizer_config.json")]
         return files[0], files[1], "its config.json in the hub cache"
     try:
         folder = Path(model_location(name, entry))
     except Exception:  # noqa: BLE001 - a missing folder or package: the config checks name it, here it is absent
-        return None, None, "its config.json"
+        return None, None, str(entry.get("path") or f"package {entry.get('package')}/{entry.get('subdir')}")
     return str(folder / "config.json"), str(folder / "tokenizer_config.json"), "its config.json"
 
 
@@ -107,24 +122,21 @@ def find_config(name: str, entry: dict[str, Any], *, hub_allowed: bool = False) 
     keys = read_config_file(config_file)
     if keys is not None:
         return FoundConfig(dict(keys), where, dict(read_config_file(tokenizer_file) or {}), path=config_file)
+    if config_file is not None and Path(config_file).is_file():
+        # There, but no JSON object: not "absent", so that no message sends the reader looking for a missing file.
+        return FoundConfig(None, f"{config_file} is not a readable JSON object (the config checks say where it "
+                                 "breaks)", path=config_file)
     hub = entry.get("hub")
     if hub in KNOWN_CONFIGS:
         return FoundConfig(dict(KNOWN_CONFIGS[hub]), RECORDED)
     if not hub:
-        return FoundConfig(None, f"no config.json in {where_of(name, entry)}")
+        return FoundConfig(None, f"no config.json in {where}")
     if not hub_allowed:
-        return FoundConfig(None, f"no config.json of {hub} in the hub cache, and the hub is not asked offline or "
-                                 "with --no-network")
+        return FoundConfig(None, f"no config.json of {hub} in the hub cache, and the hub is not asked here (offline, "
+                                 "--no-network, or a check before any job)")
     try:
         return FoundConfig(hub_config(hub, entry.get("revision")).to_dict(), "its config.json from the hub")
     except Exception as exc:  # noqa: BLE001 - no network or no such model: not found, and why
         return FoundConfig(None, f"no config.json of {hub} in the hub cache, and the hub did not give it "
                                  f"({type(exc).__name__})")
 
-
-def where_of(name: str, entry: dict[str, Any]) -> str:
-    """The folder a local model entry names, in words (its package's folder where the package is installed)."""
-    try:
-        return model_location(name, entry)
-    except Exception:  # noqa: BLE001 - no such folder or package: the entry as written
-        return str(entry.get("path") or f"package {entry.get('package')}/{entry.get('subdir')}")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.table_names import MODELS
 from .families import family_of
 
 # Where each number of the record is in a config.json, first key found first: the names model types give it.
@@ -99,6 +100,20 @@ class ModelShape:
     def causal(self) -> bool:
         """A decoder (its family is causal, models/families.py): its dumps store each map's lower triangle."""
         return family_of(self.model_type).causal
+
+
+def models_row_shape(models: Any, model: str, source: str = f"tables/{MODELS}.csv") -> ModelShape:
+    """``model``'s shape from its row of the models table (tables/models.csv as a DataFrame, one row per model card,
+    keyed by ``name``); every number None where the table has no row for it (``source`` then says so)."""
+    if models is None or "name" not in models.columns:
+        return ModelShape(source=f"{source}: no models table")
+    rows = models[models["name"].astype(str) == model]
+    if rows.empty:
+        return ModelShape(source=f"{source}: no row for model {model!r}")
+    # A table's numbers are numpy's, and a column with a gap is read as floats: as the config.json's ints again.
+    row = {key: value.item() if hasattr(value, "item") else value for key, value in rows.iloc[0].items()}
+    row = {key: int(value) if isinstance(value, float) and value.is_integer() else value for key, value in row.items()}
+    return ModelShape.from_config(row, source=source)
 
 
 # --- the weights' headers ---------------------------------------------------------------------------------------

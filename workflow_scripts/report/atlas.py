@@ -3,7 +3,7 @@ depth, from the tables the study already makes, one row per (model, checkpoint, 
 
 Roles, each from its own table (a study without the table has no rows for the role):
 
-- ``sink``, ``previous_token``, ``induction`` (the head diagnostics): alpha_1 and the previous-token share on
+- ``sink``, ``previous_token``, ``induction`` (head_diagnostics.csv): alpha_1 and the previous-token share on
   natural text (random tokens where a model has no natural rows), the induction score on repeated random tokens;
 - ``dependency`` (dependency_best.csv): each relation's best head (``detail``: the relation) on the syntax treebank,
   selected on ``select_split`` and scored on ``score_split``, in the ``either`` direction ([C]'s Table 1;
@@ -106,7 +106,7 @@ def _role_frame(rows: pd.DataFrame, role: str, detail: str | pd.Series, score: s
 
 
 def diagnostic_roles(diagnostics: pd.DataFrame) -> pd.DataFrame:
-    """The sink, previous-token and induction roles of every head of the head diagnostics table."""
+    """The sink, previous-token and induction roles of every head of head_diagnostics.csv."""
     frames = []
     for role, column, inputs in (("sink", "first_token", SINK_INPUTS),
                                  ("previous_token", "previous_token", SINK_INPUTS),

@@ -5,7 +5,7 @@ One row per (model, checkpoint, role, detail, layer, head) of the atlas that its
 ``score_half_a`` and ``score_half_b``: the role's score computed as the atlas computes it (atlas.py: the same input,
 direction and class choices), on each half of the examples. The halves are fixed, every other example:
 
-- ``sink``, ``previous_token``, ``induction`` (the head diagnostics' halves): the input's sequences 1, 3, 5 ... and
+- ``sink``, ``previous_token``, ``induction`` (head_diagnostics_halves.csv): the input's sequences 1, 3, 5 ... and
   2, 4, 6 ...;
 - ``dependency_accuracy`` (dependency_halves.csv): the score split's sentences in order of example_id, alternately;
 - ``coreference_accuracy`` (coref_heads.csv's ``accuracy_half_a``/``_b``): the documents in order of first
@@ -46,7 +46,7 @@ DIAGNOSTIC_SCORES = ("first_token", "previous_token", "induction", "duplicate")
 
 
 def _diagnostics_half(halves: pd.DataFrame, half: str) -> pd.DataFrame:
-    """The head diagnostics' table of halves, as the main table's columns hold one half's scores (no interval)."""
+    """head_diagnostics_halves.csv as head_diagnostics.csv's columns hold one half's scores (no interval)."""
     frame = halves.copy()
     for name in DIAGNOSTIC_SCORES:
         if f"{name}_half_{half}" in frame:

@@ -4,7 +4,7 @@ revisions (``models.NAME.revisions``), three measures per layer against the trai
 - ``sink_rate``: Gu et al.'s sink rate as their released code computes it (sink_rates.csv): the percentage of the
   layer's (sequence, head) pairs in which the head's attention to the first token, averaged over every query,
   exceeds the threshold; on ``natural`` text where every revision of the model has it, otherwise on random tokens;
-- ``induction``: the layer's highest induction score (the head diagnostics table, repeated random tokens);
+- ``induction``: the layer's highest induction score (head_diagnostics.csv, repeated random tokens);
 - ``dependency_accuracy``: the accuracy, on ``syntax.score_split``, of the layer's head best at predicting every
   dependent's head (relation ``all``) on ``syntax.select_split``, in the direction a map allows ([C]'s
   dependent -> head for an encoder, the causal union for a decoder; dependency_heads.csv).

@@ -101,7 +101,8 @@ def input_text(protocol: str) -> str:
 
 
 def layers_and_heads(tables: StudyTables, model: str) -> tuple[int | None, int | None]:
-    """(layers, heads) of ``model`` from models.csv (one row per model card, keyed by ``name``)."""
+    """(layers, heads) of ``model`` from models.csv (one row per model card, keyed by ``name``). The report imports
+    no stage's code, so it does not call models/shape.py's ``models_row_shape``, which the explorer uses."""
     frame = tables.get(MODELS)
     if frame is None or "name" not in frame.columns:
         return None, None

@@ -26,7 +26,6 @@ from ..core.subjects import base_model, subject_name
 from ..data.corpora import WINDOW_SUFFIX, Corpora
 from ..data.entries import TaskSpec
 from ..finetune.tasks import RunSettings, task_settings
-from .annotation import annotation_settings
 from .checks import selected_corpora, selected_splits
 from .checks.path_names import path_name_problems
 from .paths import ResultPaths
@@ -111,10 +110,6 @@ class Study:
     def dev_split(self, task: str) -> str:
         """The split a task's fine-tuned models are scored on and its effects analysed (MNLI: dev_matched)."""
         return self.corpora.tasks[task].dev_split
-
-    def annotation(self, corpus: str) -> dict[str, Any]:
-        """How a corpus's text is annotated (workflow_scripts/study/annotation.py)."""
-        return annotation_settings(self.config, self.corpora, corpus)
 
     @property
     def treebank_corpora(self) -> list[str]:

@@ -21,7 +21,7 @@ tokens ``prepend_bos`` says: null as the model's tokenizer adds them to a sequen
 - ``duplicate``: the same of A[i, i - L] (the earlier occurrence itself).
 
 Every score is a mean over rows with its 95% bootstrap interval over rows, and the mean over each half of the rows
-(``{score}_half_a``: rows 0, 2, 4 ...; ``_half_b``: rows 1, 3, 5 ...), which the table of halves keeps for the
+(``{score}_half_a``: rows 0, 2, 4 ...; ``_half_b``: rows 1, 3, 5 ...), which head_diagnostics_halves.csv keeps for the
 split-half floor of tables/role_agreement.csv (docs/roles.md).
 
 The sink rate follows Gu et al.'s released code (``eval_sink_open_source.py``, ``compute_attention_sink``), the only
@@ -220,7 +220,7 @@ def diagnose(tokenizer: Any, model: Any, settings: Settings, *, resamples: int, 
 
 
 def half_columns(frame: pd.DataFrame) -> list[str]:
-    """The columns of the half scores (``{score}_half_a`` ...): the table of halves', not the main table's."""
+    """The columns of the half scores (``{score}_half_a`` ...): head_diagnostics_halves.csv's, not the main table's."""
     return [column for column in frame.columns if "_half_" in column]
 
 
@@ -228,8 +228,8 @@ def write_diagnostics_part(checkpoint_manifest: str | Path, output: str | Path, 
                            settings: Settings, resamples: int, bootstrap_seed: int, threads: int, offline: bool,
                            natural_tokens: str | Path | None = None, dtype: str = "float32",
                            halves_output: str | Path | None = None) -> pd.DataFrame:
-    """The (model, checkpoint) part of the head diagnostics table (``output``), the model's weights as ``dtype`` (its
-    entry's ``dtype``), and of the table of halves (``halves_output``)."""
+    """The (model, checkpoint) part of head_diagnostics.csv (``output``), the model's weights as ``dtype`` (its
+    entry's ``dtype``), and of head_diagnostics_halves.csv (``halves_output``)."""
     import torch
 
     from ..core.io import write_csv

@@ -8,7 +8,7 @@ Paper items (``report/paper_values/surface.csv``), each with the hub ids of the 
   (``natural``, ``random``, ``one_token``): ``sink_rate``, computed as their released code does;
 - analysis ``head roles`` ([W] section 3): "previous-token heads" (or "induction heads", "duplicate-token
   heads"), the heads the paper names as 0-based ``layer.head`` ("2.2, 4.11"), answered by
-  the head diagnostics table: the study's own top heads by the matching score (``previous_token`` on natural
+  ``head_diagnostics.csv``: the study's own top heads by the matching score (``previous_token`` on natural
   text, ``induction`` and ``duplicate`` on repeated random tokens), as many as the paper names, in the
   paper's notation, and the paper's heads' scores and ranks in the detail.
 """
@@ -41,7 +41,7 @@ def _control_text(rows: pd.DataFrame, measure: Any) -> str:
 
 
 def _sequence_text(tables: StudyTables, model: str, kind: str) -> str:
-    """'N sequences of T tokens' of an input kind, from the head diagnostics table (T: special tokens included)."""
+    """'N sequences of T tokens' of an input kind, from head_diagnostics.csv (T: special tokens included)."""
     rows, _ = tables.model_rows(HEAD_DIAGNOSTICS, model)
     if rows is None or "tokens_per_sequence" not in rows.columns:
         return ""

@@ -10,7 +10,9 @@ tests call it. Its steps each have a module:
 - ``checks/semantics.py``: every check a schema cannot express (:func:`check_semantics`: paths exist, a model
   folder is what it claims (models/folder_check.py), names that key a map are defined (checks/names.py),
   max_length fits the model, the annotator can run);
-- ``checks/selections.py``: the corpora and splits a study selects.
+- ``checks/selections.py``: the corpora and splits a study selects;
+- ``checks/path_names.py``: the names that become paths, one plain name each (from :func:`check_schema`);
+- ``checks/entries.py``: the treebank and task entries (from :func:`check_semantics`).
 
 The rules, the entry points and the tests import those names from here. Science and data code never names a config
 key: it raises plain errors about the values it got. docs/configuration.md describes the whole resolution.
@@ -21,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...core.schema import SCHEMA_PATH, load_schema
+from ...core.schema import SCHEMA_PATH, config_schema, load_schema
 from ..revisions import expand_revisions
 from .coercion import coerce_config, coerce_to_schema
 from .messages import YAML_BOOLEAN_FIX, check_schema
@@ -46,7 +48,7 @@ def check_config(config: dict[str, Any], *, semantics: bool = True, gpu_memory: 
     """
     from snakemake.utils import validate
 
-    schema = load_schema(SCHEMA_PATH)
+    schema = config_schema()
     coerce_config(config, schema)
     check_schema(config, schema)
     expand_revisions(config)

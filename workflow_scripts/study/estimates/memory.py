@@ -138,16 +138,17 @@ def gpu_estimates(config: dict[str, Any], model: str, shape: ModelShape, tasks: 
     return estimates
 
 
-def model_config(name: str, entry: dict[str, Any]) -> tuple[Any | None, str]:
-    """A model's transformers config without network (models/model_config.py: its local config.json, else the
-    recorded one), or None and why (neither is here; a config.json transformers cannot read, named)."""
+def model_config(name: str, entry: dict[str, Any], *, hub_allowed: bool = False) -> tuple[Any | None, str]:
+    """A model's transformers config and where it comes from (models/model_config.py: its local config.json, the
+    recorded configs, the hub where ``hub_allowed``), or None and why (no source has it; a config.json
+    transformers cannot read, named)."""
     from ...models.model_config import find_config
 
-    found = find_config(name, entry)
+    found = find_config(name, entry, hub_allowed=hub_allowed)
     if not found.found:
-        return None, "no config.json here and none recorded in workflow_scripts/models/known_configs.py"
+        return None, found.source
     try:
-        return found.transformers_config(), ""
+        return found.transformers_config(), found.source
     except ValueError as exc:  # a config.json without a model type: its jobs are not estimated, and why
         return None, str(exc)
 

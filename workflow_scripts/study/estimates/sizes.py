@@ -14,7 +14,6 @@ from pathlib import Path
 from ...core.json_files import read_json_object
 from ...core.subjects import base_model
 from ...data.corpora import WINDOW_SUFFIX
-from ...models.known_configs import RECORDED
 from ...models.model_config import find_config
 from ...models.shape import ModelShape, may_ask_hub
 from ..model import Study
@@ -101,17 +100,16 @@ def model_shape(study: Study, model: str, *, network: bool) -> ModelShape:
     config from the first source models/model_config.py finds (local config.json, the recorded configs, the hub
     where allowed: network given and the study not offline)."""
     entry = study.config["models"][model]
-    hub_allowed = may_ask_hub(network=network, offline=study.offline)
-    local = find_config(model, entry)
     card = read_json_object(Path(study.results) / "models" / model / "model.json")
     if card and card.get("num_layers") and card.get("num_heads"):
         # The card's numbers are those its job loaded; the config.json here says whether the weights have a
         # masked-LM head and, with the card, what the model type is.
-        config = local.keys if local.found and local.source != RECORDED else {}
+        local = find_config(model, entry)
+        config = local.keys if local.from_local_file else {}
         model_type = config.get("model_type") or card.get("model_type")
         keys = {**card, "model_type": model_type, "architectures": config.get("architectures")}
         return ModelShape.from_config(keys, source="model card")
-    found = local if local.found or not hub_allowed else find_config(model, entry, hub_allowed=True)
+    found = find_config(model, entry, hub_allowed=may_ask_hub(network=network, offline=study.offline))
     if found.found:
         return found.shape()
     return ModelShape(source=f"unknown (needs the model's config; {found.source})")

@@ -36,8 +36,8 @@ from ...attention.shard_writer import DIGEST as SHARD_DIGEST
 from ...core.file_records import file_digest
 from ...models.families import from_config, load_pretrained
 from ...models.locations import model_location
-from ...models.model_config import find_config
 from ...models.shape import may_ask_hub
+from ..estimates.memory import model_config as estimated_model_config
 from ..model import Study
 
 # On a CPU the time per example hardly depends on the batch (bert-base, 128 tokens, one thread: 0.27-0.33
@@ -236,14 +236,11 @@ def storage_rate(folder: str | Path, *, size: int = STORAGE_BYTES, chunk: int = 
 def model_config(study: Study, model: str, *, network: bool) -> tuple[Any, str]:
     """A model's transformers config and where it comes from (models/model_config.py: its local config.json, the
     recorded configs, or the hub where allowed); NotTimed when none has it."""
-    found = find_config(model, study.config["models"][model],
-                        hub_allowed=may_ask_hub(network=network, offline=study.offline))
-    if not found.found:
-        raise NotTimed(found.source)
-    try:
-        return found.transformers_config(), found.source
-    except ValueError as error:
-        raise NotTimed(str(error)) from error
+    config, where = estimated_model_config(model, study.config["models"][model],
+                                           hub_allowed=may_ask_hub(network=network, offline=study.offline))
+    if config is None:
+        raise NotTimed(where)
+    return config, where
 
 
 @contextmanager

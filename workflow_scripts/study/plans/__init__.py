@@ -3,7 +3,10 @@
 Each module is named after its stage (``STAGES`` in core/stages.py) and holds:
 
 - ``ANALYSES``: the stage's analyses as :class:`~.declarations.Analysis` (name, unit of work, sharded or not,
-  the tables and figures it writes, their captions, the tables the head explorer reads);
+  the tables, figures and pages it writes, their captions and report subcategory, why a table may be absent, the
+  tables the head explorer reads);
+- ``STAGE`` and ``REPORT_CATEGORY``: the stage's name and the report's category of its outputs, and a constant for
+  each figure not named after its table (e.g. ``SPECIAL_TOKENS_FIGURE``), which the stage's rule file imports;
 - ``plan(study)``: returns the stage's frozen ``Plan`` (a :class:`~.declarations.StagePlan`: its planned work, its
   final outputs for ``rule all``, and the input and params functions its rules call, e.g. ``STUDY.surface.dump``),
   made from the config and from the plans of the earlier stages (``study.stage(NAME)`` refuses a later one).

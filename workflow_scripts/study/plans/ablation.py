@@ -117,10 +117,6 @@ class Plan(StagePlan):
         """The data table of the job's task's dev split (``task`` wildcard)."""
         return self.paths.data_table(wc.task, self.study.dev_split(wc.task))
 
-    def task_entry(self, wc: Any) -> dict[str, Any]:
-        """A params function: the entry of the job's task (``task`` wildcard)."""
-        return self.study.task_spec(wc.task).params()
-
     def run_settings(self, wc: Any) -> dict[str, Any]:
         """A params function: the run settings of the job's task for its model (its max_length when null)."""
         return self.study.finetune_settings(wc.task, wc.model).params()

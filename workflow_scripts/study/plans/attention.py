@@ -10,6 +10,7 @@ from ...attention.shards import shard_stem
 from ...core.errors import ConfigError
 from ...core.subjects import split_subject
 from ...core.table_names import ATTENTION_DUMPS
+from ..annotation import annotation_settings
 from .declarations import Analysis, StagePlan, declared_tables
 
 if TYPE_CHECKING:
@@ -54,8 +55,8 @@ class Plan(StagePlan):
         return self.paths.data_table(wc.corpus, wc.split)
 
     def _annotation(self, wc: Any) -> dict[str, Any]:
-        """How the job's corpus is annotated (Study.annotation)."""
-        return self.study.annotation(wc.corpus)
+        """How the job's corpus is annotated (study/annotation.py)."""
+        return annotation_settings(self.study.config, self.study.corpora, wc.corpus)
 
     def annotator(self, wc: Any) -> str:
         """A params function: who annotates the job's corpus (its entry's annotator, or annotation.annotator)."""
@@ -108,10 +109,6 @@ class Plan(StagePlan):
     def signal(self, wc: Any) -> str:
         """A params function: the job's subject's signal (MODEL@SIGNAL; docs/signals.md)."""
         return split_subject(wc.model)[1]
-
-    def dtype(self, wc: Any) -> str:
-        """A params function: the weights' type of the job's subject's model (its entry's dtype)."""
-        return self.study.model_dtype(wc.model)
 
 
 def plan(study: Study) -> Plan:

@@ -50,10 +50,6 @@ class Plan(StagePlan):
         table), or none to download."""
         return [str(p) for p in self.study.corpora.source_files(corpus, split)]
 
-    def task_entry(self, wc: Any) -> dict[str, Any]:
-        """A params function: the entry of the job's task (``task`` wildcard), as the job rebuilds it."""
-        return self.study.task_spec(wc.task).params()
-
     def treebank_entry(self, wc: Any) -> dict[str, Any]:
         """A params function: the entry of the job's treebank (``treebank`` wildcard)."""
         return self.study.corpora.treebanks[wc.treebank].params()

@@ -138,6 +138,16 @@ class StagePlan:
     def paths(self) -> ResultPaths:
         return self.study.paths
 
+    # --- params functions that rules of several stages call --------------------------------------------------------
+
+    def dtype(self, wc: Any) -> str:
+        """A params function: the weights' type of the job's model (``model`` wildcard; its entry's dtype)."""
+        return self.study.model_dtype(wc.model)
+
+    def task_entry(self, wc: Any) -> dict[str, Any]:
+        """A params function: the entry of the job's task (``task`` wildcard), as the job rebuilds it."""
+        return self.study.task_spec(wc.task).params()
+
     # --- the params functions of the stage's generic table rule (``<stage>_table``, ``table`` wildcard) ----------
 
     def stacked(self, wc: Any) -> Analysis:
@@ -189,6 +199,7 @@ class StagePlan:
     def figure_file(self, name: str, ext: str) -> str:
         """The file of declared figure ``name``: under ``figures/<stage>/`` (the report's plan files its figures in
         folders of their own)."""
+        self._declaring(name, "figures")
         return self.paths.figure(self.stage, name, ext)
 
     def _declaring(self, name: str, kind: str) -> Analysis:
@@ -196,7 +207,8 @@ class StagePlan:
         for analysis in self.analyses:
             if name in getattr(analysis, kind):
                 return analysis
-        raise KeyError(f"no analysis of the {self.stage} stage declares {kind[:-1]} {name!r} (its ANALYSES)")
+        raise KeyError(f"no analysis of the {self.stage} stage declares {kind[:-1]} {name!r} (the ANALYSES of "
+                       f"workflow_scripts/study/plans/{self.stage}.py)")
 
     def _report(self, path: str, caption: str, analysis: Analysis) -> Any:
         # Snakemake's own report(): the rules call these while Snakemake reads them, and it resolves the caption from

@@ -84,7 +84,7 @@ class Plan(StagePlan):
     def effects_checkpoints(self, model: str, task: str) -> list[str]:
         """pretrained, then the task's fine-tuned checkpoints in order (final only without trajectory)."""
         names = ["pretrained"]
-        finetune = self.study.stage("finetune")
+        finetune = self.study.finetune
         if task in finetune.tasks:
             trajectory = self.study.config[STAGE]["trajectory"]
             names += finetune.finetuned_checkpoints(model, [task], final_only=not trajectory)
@@ -108,6 +108,7 @@ class Plan(StagePlan):
                 if not (wc.table == FINETUNE_CHANGE and c == "pretrained")]
 
     def part(self, model: str, checkpoint: str, task: str, name: str) -> str:
+        """A file of the effects stage that belongs to a (model, checkpoint, task): the parts its tables stack."""
         return self.paths.analysis(STAGE, model, checkpoint, task, name)
 
     def model_file(self, model: str, name: str) -> str:

@@ -96,6 +96,7 @@ class Plan(StagePlan):
 
     def figure_file(self, name: str, ext: str) -> str:
         """The file of a declared figure 'FOLDER/NAME' (:func:`figure_path`)."""
+        self._declaring(name, "figures")
         return figure_path(self.study, name, ext)
 
     def weight_checkpoints(self) -> list[str]:

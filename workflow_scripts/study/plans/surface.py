@@ -222,10 +222,6 @@ class Plan(StagePlan):
         """A params function: [series, revision, step] of the job's model (plan: ``icl_points``)."""
         return self.icl_points[wc.model]
 
-    def dtype(self, wc: Any) -> str:
-        """A params function: the weights' type of the job's model (its entry's dtype)."""
-        return self.study.model_dtype(wc.model)
-
     def max_length(self, wc: Any) -> int:
         """A params function: the job's model's max_length (its entry's, or the schema's default)."""
         return int(self.study.config["models"][wc.model]["max_length"])
@@ -234,7 +230,12 @@ class Plan(StagePlan):
         """The parts a stacked table (``table`` wildcard) stacks: one per (subject, checkpoint) its analysis runs on."""
         pairs = {SEP_GRADIENT: self.gradient_pairs, HEAD_CLUSTERS: self.cluster_pairs,
                  ICL_SCORE: [(model, "pretrained") for model in self.icl_points]}
-        return [self.paths.analysis(STAGE, m, c, f"{wc.table}.csv") for m, c in pairs.get(wc.table, self.pairs)]
+        return [self.table_part(m, c, wc.table) for m, c in pairs.get(wc.table, self.pairs)]
+
+    def table_part(self, model: str, checkpoint: str, table: str) -> str:
+        """The (model, checkpoint) part of table ``table``: what its analysis's rule writes and the stage's table
+        rule stacks (:meth:`stacked_parts`)."""
+        return self.paths.analysis(STAGE, model, checkpoint, f"{table}.csv")
 
     def table_caption(self, wc: Any) -> str:
         """A params function: a head measure's declared caption, else the text of its analysis's first caption file
